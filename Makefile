@@ -1,0 +1,54 @@
+# Two commands do everything on a fresh machine:
+#   make book   create .venv if missing, install, build the HTML book into _build/html
+#   make test   create .venv if missing, install, run pytest on tests/ and nbval on every notebook
+# and two for authors:
+#   make execute  re-run every notebook in place (seeded), so its stored outputs are current
+#   make clean    remove the build output (keeps .venv; `make distclean` removes it too)
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+
+# Deterministic runs: fixed hash seed, fixed thread count, no GUI backend.
+export PYTHONHASHSEED := 0
+export OMP_NUM_THREADS ?= 2
+export MPLBACKEND := module://matplotlib_inline.backend_inline
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: book test test-lib test-notebooks execute clean distclean install
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+
+test: test-lib test-notebooks
+
+test-lib: $(STAMP)
+	$(BIN)/python -m pytest tests -q
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest -q --nbval --nbval-current-env \
+		--nbval-sanitize-with book/sanitize.cfg --nbval-cell-timeout=900 -p no:cacheprovider $(NOTEBOOKS)
+
+execute: $(STAMP)
+	for nb in $(NOTEBOOKS); do \
+		echo "executing $$nb"; \
+		$(BIN)/jupyter-execute --inplace --timeout=900 --kernel_name=python3 "$$nb" || exit 1; \
+	done
+
+clean:
+	rm -rf _build .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV)

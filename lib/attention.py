@@ -1,0 +1,221 @@
+"""Scaled dot-product attention, masks and multi-head attention.
+
+Introduced in chapter 1 (attention math) and chapter 3 (multi-head attention).
+
+Shape notation, used in every comment of `lib`:
+    B batch, h heads, m queries, n keys, d_model model width,
+    d_k = d_model / h query/key width per head, d_v value width per head.
+
+Masks are bool tensors with True = "this query may attend to this key",
+broadcastable to the scores' shape (..., m, n).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib._checks import (
+    require_float,
+    require_mask,
+    require_positive_int,
+    require_probability,
+    require_tensor,
+    shape,
+)
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "padding_mask",
+    "MultiHeadAttention",
+]
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_float(name, t)
+        if t.dim() < 2:
+            raise ValueError(f"{name} needs at least 2 dimensions (..., length, features), got {shape(t)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share their last (feature) size d_k: q is {shape(q)}, k is {shape(k)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of positions n: k is {shape(k)}, v is {shape(v)}"
+        )
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch) dimensions of q {shape(q)}, k {shape(k)} and v {shape(v)} do not broadcast"
+        ) from None
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, the textbook way.
+
+    q: (..., m, d_k), k: (..., n, d_k), v: (..., n, d_v);
+    mask: bool, broadcastable to (..., m, n), True = may attend.
+    Returns ``(output, weights)``: output (..., m, d_v) and weights (..., m, n).
+
+    Each row of weights sums to 1, except a query whose every key is masked:
+    it gets all-zero weights and so a zero output, never NaN. ``softmax``
+    subtracts each row's maximum, so huge scores do not overflow.
+    Dropout (as in the paper, on the weights) is applied when ``dropout_p > 0``.
+    """
+    _check_qkv(q, k, v)
+    dropout_p = require_probability("dropout_p", dropout_p)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
+    if mask is not None:
+        mask = require_mask(mask, scores_shape, "scores (..., m, n)")
+
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., m, n)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+        # A row with no allowed key would be softmax(-inf, ..., -inf) = 0/0 = NaN.
+        # Give it finite scores here and zero its weights after the softmax.
+        empty_rows = ~mask.any(dim=-1, keepdim=True)  # (..., m, 1)
+        scores = scores.masked_fill(empty_rows, 0.0)
+    weights = scores.softmax(dim=-1)  # (..., m, n)
+    if mask is not None:
+        weights = weights.masked_fill(empty_rows, 0.0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p, training=True)
+    return weights @ v, weights  # (..., m, d_v), (..., m, n)
+
+
+def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(size, size) bool mask, True on and below the diagonal.
+
+    Query i may attend to keys 0..i: the decoder cannot look at future tokens.
+    """
+    require_positive_int("size", size)
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """(B, 1, 1, n) bool mask, False where ``tokens`` (B, n) holds ``pad_id``.
+
+    The two singleton dimensions broadcast over heads and queries, so the
+    same mask serves a (B, h, m, n) score tensor for any m.
+    """
+    require_tensor("tokens", tokens)
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape (batch, length), got {shape(tokens)}")
+    if tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+    return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, n)
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+
+    The h per-head projections W_i^Q (d_model × d_k) sit side by side in one
+    ``nn.Linear(d_model, d_model)`` per role: ``w_q``, ``w_k``, ``w_v``, and
+    ``w_o`` maps the concatenated heads back to d_model.
+
+    In eval mode (or with ``fused=False``) the forward pass runs the textbook
+    `scaled_dot_product_attention` above and keeps the weights in
+    ``.attention_weights`` (B, h, m, n) for plotting. In train mode it takes
+    PyTorch's fused ``F.scaled_dot_product_attention``, which never stores the
+    (m, n) weights and is much cheaper; the result is the same function.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = True):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        require_positive_int("n_heads", n_heads)
+        if d_model % n_heads:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}: each head needs "
+                f"d_k = d_model / n_heads features (try n_heads in "
+                f"{[h for h in range(1, d_model + 1) if d_model % h == 0][:8]}...)"
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.dropout = require_probability("dropout", dropout)
+        self.fused = bool(fused)
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.attention_weights: torch.Tensor | None = None
+
+    def _check(self, query, key, value, mask):
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            require_float(name, t)
+            if t.dim() != 3:
+                raise ValueError(f"{name} must have shape (B, length, d_model={self.d_model}), got {shape(t)}")
+            if t.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} has last dimension {t.shape[-1]}, but this layer has d_model={self.d_model}: "
+                    f"{name} is {shape(t)}"
+                )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length n: key is {shape(key)}, value is {shape(value)}"
+            )
+        if not (query.shape[0] == key.shape[0] == value.shape[0]):
+            raise ValueError(
+                f"query {shape(query)}, key {shape(key)} and value {shape(value)} must share the batch size B"
+            )
+        if mask is not None:
+            target = torch.Size((query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
+            require_mask(mask, target, "scores (B, n_heads, m, n)")
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        B, L, _ = x.shape
+        return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
+
+    def forward(self, query, key, value, mask=None):
+        """query (B, m, d_model), key and value (B, n, d_model) -> (B, m, d_model).
+
+        mask: bool, broadcastable to (B, h, m, n); True = may attend.
+        """
+        self._check(query, key, value, mask)
+        B, m, _ = query.shape
+        # 1. Project, then split d_model into h heads of d_k features.
+        q = self._split(self.w_q(query))  # (B, h, m, d_k)
+        k = self._split(self.w_k(key))  # (B, h, n, d_k)
+        v = self._split(self.w_v(value))  # (B, h, n, d_k)
+        # 2. Attend within each head.
+        if self.training and self.fused:
+            heads = self._fused_attention(q, k, v, mask)  # (B, h, m, d_k)
+            self.attention_weights = None
+        else:
+            p = self.dropout if self.training else 0.0
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            self.attention_weights = weights.detach()  # (B, h, m, n)
+        # 3. Concatenate the heads and mix them with W^O.
+        concat = heads.transpose(1, 2).reshape(B, m, self.d_model)  # (B, m, d_model)
+        return self.w_o(concat)
+
+    def _fused_attention(self, q, k, v, mask):
+        p = self.dropout if self.training else 0.0
+        if mask is None:
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+        # The fused kernel returns NaN for a query with no allowed key; open such
+        # rows up for the kernel and zero their output afterwards, as the textbook path does.
+        empty_rows = ~mask.any(dim=-1, keepdim=True)  # broadcastable to (B, h, m, 1)
+        if bool(empty_rows.any()):
+            mask = mask | empty_rows
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            return out.masked_fill(empty_rows, 0.0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, dropout={self.dropout}"

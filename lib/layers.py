@@ -1,0 +1,132 @@
+"""The position-wise feed-forward network, embeddings and positional encodings.
+
+Introduced in chapter 4 (feed-forward) and chapter 5 (positional encoding).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from lib._checks import require_float, require_positive_int, require_probability, require_token_ids, shape
+
+__all__ = [
+    "PositionwiseFeedForward",
+    "sinusoidal_positional_encoding",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    "TokenEmbedding",
+]
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, the same small MLP at every position.
+
+    ``linear1`` is (d_model -> d_ff), ``linear2`` is (d_ff -> d_model); the
+    paper's base model uses d_ff = 4 d_model = 2048. Dropout, when asked for,
+    sits after the ReLU (where ``nn.TransformerEncoderLayer`` puts it).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.d_model = require_positive_int("d_model", d_model)
+        self.d_ff = require_positive_int("d_ff", d_ff)
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_float("x", x)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x has last dimension {x.shape[-1]}, expected d_model={self.d_model}: x is {shape(x)}")
+        hidden = torch.relu(self.linear1(x))  # (..., d_ff)
+        return self.linear2(self.dropout(hidden))  # (..., d_model)
+
+
+def sinusoidal_positional_encoding(length: int, d_model: int) -> torch.Tensor:
+    """The paper's fixed encoding, a (length, d_model) float32 tensor:
+
+        PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
+        PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
+
+    Dimension pair i is a sinusoid of wavelength 2π·10000^(2i/d_model): the
+    wavelengths form a geometric progression from 2π to (almost) 10000·2π.
+    """
+    require_positive_int("length", length)
+    require_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even so that sines and cosines pair up, got {d_model}")
+    pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
+    angle = pos / 10000.0 ** (two_i / d_model)  # (length, d_model/2)
+    pe = torch.empty(length, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.float()
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed sinusoidal encoding to (B, L, d_model) embeddings, then dropout."""
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
+        super().__init__()
+        self.d_model = d_model
+        self.max_len = require_positive_int("max_len", max_len)
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_embedded(x, self.d_model, self.max_len)
+        return self.dropout(x + self.pe[: x.shape[1]])  # (B, L, d_model)
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """Adds a learned vector per position (seed 001's choice, and BERT's/GPT's), then dropout.
+
+    Unlike the sinusoidal encoding it has no value at all for positions
+    beyond ``max_len``: such inputs are refused.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
+        super().__init__()
+        self.d_model = d_model
+        self.max_len = require_positive_int("max_len", max_len)
+        self.embedding = nn.Embedding(max_len, d_model)
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_embedded(x, self.d_model, self.max_len)
+        positions = torch.arange(x.shape[1], device=x.device)
+        return self.dropout(x + self.embedding(positions))  # (B, L, d_model)
+
+
+def _check_embedded(x: torch.Tensor, d_model: int, max_len: int) -> None:
+    require_float("x", x)
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"x must have shape (B, L, d_model={d_model}), got {shape(x)}")
+    if x.shape[1] > max_len:
+        raise ValueError(f"sequence length {x.shape[1]} exceeds max_len={max_len} of this positional encoding")
+
+
+class TokenEmbedding(nn.Module):
+    """Token ids (B, L) -> vectors (B, L, d_model), multiplied by √d_model (paper, section 3.4).
+
+    Ids outside [0, vocab_size) are refused with a ValueError naming the id,
+    rather than torch's opaque "index out of range".
+    """
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.vocab_size = require_positive_int("vocab_size", vocab_size)
+        self.d_model = require_positive_int("d_model", d_model)
+        self.embedding = nn.Embedding(vocab_size, d_model)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.embedding.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        require_token_ids("tokens", tokens, self.vocab_size)
+        return self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, d_model)

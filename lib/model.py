@@ -1,0 +1,231 @@
+"""Encoder and decoder layers and the full encoder-decoder Transformer.
+
+Introduced in chapter 6 (the encoder, the decoder and the model families).
+
+Each sub-layer (attention or feed-forward) is wrapped in a residual
+connection and a LayerNorm, in one of two orders:
+
+    post-LN (the paper, ``norm_first=False``):  x = LayerNorm(x + Dropout(Sublayer(x)))
+    pre-LN  (seed 001, ``norm_first=True``):    x = x + Dropout(Sublayer(LayerNorm(x)))
+
+A pre-LN stack leaves its output un-normalized, so `Transformer` adds a final
+LayerNorm after the last encoder and the last decoder layer in that case
+(as GPT-2 and ``nn.TransformerEncoder(norm=...)`` do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from lib._checks import require_float, require_positive_int, require_probability, require_token_ids, shape
+from lib.attention import MultiHeadAttention
+from lib.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
+
+__all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Transformer"]
+
+
+@dataclass
+class TransformerConfig:
+    """Sizes of a `Transformer`. The defaults are the paper's base model (Table 3)."""
+
+    src_vocab_size: int = 37000  # the paper's shared English-German BPE vocabulary
+    tgt_vocab_size: int = 37000
+    d_model: int = 512  # width of every token vector between sub-layers
+    n_heads: int = 8  # attention heads; d_k = d_v = d_model / n_heads = 64
+    n_layers: int = 6  # encoder layers, and as many decoder layers
+    d_ff: int = 2048  # inner width of the feed-forward network, 4 d_model
+    dropout: float = 0.1  # P_drop, on every sub-layer output and on the embeddings
+    norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
+    share_embeddings: bool = False  # tie source, target embeddings and output projection
+    max_len: int = 5000  # longest sequence the positional encoding covers
+    positional: str = "sinusoidal"  # "sinusoidal" (paper) or "learned" (seed 001)
+
+    def build(self) -> "Transformer":
+        return Transformer(**asdict(self))
+
+
+def _check_layer_input(name: str, x: torch.Tensor, d_model: int) -> None:
+    require_float(name, x)
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape (B, L, d_model={d_model}), got {shape(x)}")
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network, each inside residual + LayerNorm."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n)."""
+        _check_layer_input("x", x, self.d_model)
+        if self.norm_first:
+            y = self.norm1(x)
+            x = x + self.dropout1(self.self_attn(y, y, y, mask))
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        else:
+            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask)))
+            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
+        return x
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder's output (``memory``), feed-forward."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        """x (B, m, d_model), memory (B, n, d_model) -> (B, m, d_model).
+
+        tgt_mask broadcastable to (B, h, m, m) (causal, and padding of the target);
+        memory_mask broadcastable to (B, h, m, n) (padding of the source).
+        """
+        _check_layer_input("x", x, self.d_model)
+        _check_layer_input("memory", memory, self.d_model)
+        if x.shape[0] != memory.shape[0]:
+            raise ValueError(f"x {shape(x)} and memory {shape(memory)} must share the batch size B")
+        if self.norm_first:
+            y = self.norm1(x)
+            x = x + self.dropout1(self.self_attn(y, y, y, tgt_mask))
+            y = self.norm2(x)
+            x = x + self.dropout2(self.cross_attn(y, memory, memory, memory_mask))
+            x = x + self.dropout3(self.feed_forward(self.norm3(x)))
+        else:
+            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)))
+            x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask)))
+            x = self.norm3(x + self.dropout3(self.feed_forward(x)))
+        return x
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need".
+
+    1. Embed tokens (× √d_model) and add positions (sinusoidal or learned), dropout.
+    2. Encoder: ``n_layers`` `EncoderLayer`s over the source.
+    3. Decoder: ``n_layers`` `DecoderLayer`s over the target; each one's
+       cross-attention reads the *last* encoder layer's output.
+    4. A linear map from d_model to target-vocabulary logits (no softmax here).
+
+    ``share_embeddings=True`` uses one matrix for the source embedding, the
+    target embedding and the output projection (paper, section 3.4); the two
+    vocabularies must then be one.
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 512,
+        n_heads: int = 8,
+        n_layers: int = 6,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        share_embeddings: bool = False,
+        max_len: int = 5000,
+        positional: str = "sinusoidal",
+    ):
+        super().__init__()
+        require_positive_int("src_vocab_size", src_vocab_size)
+        require_positive_int("tgt_vocab_size", tgt_vocab_size)
+        require_positive_int("n_layers", n_layers)
+        require_probability("dropout", dropout)
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError(
+                "share_embeddings=True ties one embedding matrix across source, target and output, "
+                f"so the vocabularies must match: src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}"
+            )
+        if positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        self.config = TransformerConfig(
+            src_vocab_size, tgt_vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
+            norm_first, share_embeddings, max_len, positional,
+        )
+        self.d_model = d_model
+
+        self.src_embed = TokenEmbedding(src_vocab_size, d_model)
+        self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model)
+        position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
+        self.src_pos = position(d_model, max_len=max_len, dropout=dropout)
+        self.tgt_pos = position(d_model, max_len=max_len, dropout=dropout)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
+        )
+        # Pre-LN leaves the residual stream un-normalized: close each stack with a LayerNorm.
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.generator = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self._reset_parameters()
+        if share_embeddings:
+            self.tgt_embed.embedding.weight = self.src_embed.embedding.weight
+            self.generator.weight = self.src_embed.embedding.weight
+
+    def _reset_parameters(self) -> None:
+        # Xavier-uniform for every matrix, as nn.Transformer does; embeddings
+        # get N(0, 1/d_model) so that after the × √d_model they have unit scale.
+        for name, p in self.named_parameters():
+            if p.dim() > 1:
+                if "embed" in name:
+                    nn.init.normal_(p, mean=0.0, std=self.d_model**-0.5)
+                else:
+                    nn.init.xavier_uniform_(p)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """src (B, n) token ids -> memory (B, n, d_model); src_mask broadcastable to (B, h, n, n)."""
+        require_token_ids("src", src, self.config.src_vocab_size)
+        x = self.src_pos(self.src_embed(src))  # (B, n, d_model)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt, memory, src_mask=None, tgt_mask=None) -> torch.Tensor:
+        """tgt (B, m) token ids, memory (B, n, d_model) -> logits (B, m, tgt_vocab_size).
+
+        tgt_mask broadcastable to (B, h, m, m); src_mask broadcastable to (B, h, m, n)
+        (a `padding_mask` of the source, (B, 1, 1, n), fits both encoder and decoder).
+        """
+        require_token_ids("tgt", tgt, self.config.tgt_vocab_size)
+        y = self.tgt_pos(self.tgt_embed(tgt))  # (B, m, d_model)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.generator(self.decoder_norm(y))  # (B, m, tgt_vocab_size)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
+        """src (B, n), tgt (B, m) token ids -> logits (B, m, tgt_vocab_size)."""
+        require_token_ids("src", src, self.config.src_vocab_size)
+        require_token_ids("tgt", tgt, self.config.tgt_vocab_size)
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src {shape(src)} and tgt {shape(tgt)} must share the batch size B")
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+
+    def count_parameters(self) -> int:
+        """Trainable parameters, each tied matrix counted once."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
