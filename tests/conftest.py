@@ -1,0 +1,48 @@
+"""Shared fixtures for the tests of `lib`.
+
+The helpers below copy `lib`'s weights into PyTorch's own modules. They are
+written here, independently of `lib`, so that a test compares two separate
+implementations of the same function.
+"""
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def copy_mha(src, dst):
+    """lib.MultiHeadAttention -> nn.MultiheadAttention (packed in_proj = [W_q; W_k; W_v])."""
+    with torch.no_grad():
+        dst.in_proj_weight.copy_(torch.cat([src.w_q.weight, src.w_k.weight, src.w_v.weight]))
+        dst.in_proj_bias.copy_(torch.cat([src.w_q.bias, src.w_k.bias, src.w_v.bias]))
+        dst.out_proj.weight.copy_(src.w_o.weight)
+        dst.out_proj.bias.copy_(src.w_o.bias)
+
+
+def copy_linear(src, dst):
+    with torch.no_grad():
+        dst.weight.copy_(src.weight)
+        dst.bias.copy_(src.bias)
+
+
+def copy_encoder_layer(src, dst):
+    """lib.EncoderLayer -> nn.TransformerEncoderLayer."""
+    copy_mha(src.self_attn, dst.self_attn)
+    copy_linear(src.feed_forward.linear1, dst.linear1)
+    copy_linear(src.feed_forward.linear2, dst.linear2)
+    copy_linear(src.norm1, dst.norm1)
+    copy_linear(src.norm2, dst.norm2)
+
+
+def copy_decoder_layer(src, dst):
+    """lib.DecoderLayer -> nn.TransformerDecoderLayer."""
+    copy_mha(src.self_attn, dst.self_attn)
+    copy_mha(src.cross_attn, dst.multihead_attn)
+    copy_linear(src.feed_forward.linear1, dst.linear1)
+    copy_linear(src.feed_forward.linear2, dst.linear2)
+    for name in ("norm1", "norm2", "norm3"):
+        copy_linear(getattr(src, name), getattr(dst, name))

@@ -1,0 +1,100 @@
+"""Bad input gets a clear ValueError/TypeError naming what is wrong, before any computation."""
+
+import pytest
+import torch
+
+import lib
+
+
+def test_d_model_not_divisible_by_heads():
+    with pytest.raises(ValueError, match=r"d_model=4 is not divisible by n_heads=3"):
+        lib.MultiHeadAttention(4, 3)
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=4"):
+        lib.Transformer(5, 5, d_model=10, n_heads=4)
+
+
+def test_query_key_feature_sizes_differ():
+    with pytest.raises(ValueError, match=r"q is \(3, 4\), k is \(5, 6\)"):
+        lib.scaled_dot_product_attention(torch.randn(3, 4), torch.randn(5, 6), torch.randn(5, 2))
+
+
+def test_key_value_lengths_differ():
+    with pytest.raises(ValueError, match=r"k is \(5, 4\), v is \(6, 2\)"):
+        lib.scaled_dot_product_attention(torch.randn(3, 4), torch.randn(5, 4), torch.randn(6, 2))
+    mha = lib.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"key is \(1, 5, 8\), value is \(1, 4, 8\)"):
+        mha(torch.randn(1, 3, 8), torch.randn(1, 5, 8), torch.randn(1, 4, 8))
+
+
+def test_mask_that_does_not_broadcast():
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast .* \(2, 3, 3\)"):
+        lib.scaled_dot_product_attention(q, q, q, lib.causal_mask(4))
+    mha = lib.MultiHeadAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 4\) does not broadcast .* \(2, 2, 5, 5\)"):
+        mha(x, x, x, torch.ones(2, 1, 1, 4, dtype=torch.bool))
+    # a mask with more leading dimensions than the scores would silently grow the output
+    with pytest.raises(ValueError, match=r"does not broadcast"):
+        lib.scaled_dot_product_attention(q, q, q, torch.ones(5, 2, 3, 3, dtype=torch.bool))
+
+
+def test_mask_must_be_bool():
+    q = torch.randn(3, 4)
+    with pytest.raises(TypeError, match=r"mask must be a bool tensor .* got dtype torch.float32"):
+        lib.scaled_dot_product_attention(q, q, q, torch.ones(3, 3))
+
+
+def test_input_last_dimension_not_d_model():
+    mha = lib.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"query has last dimension 6, but this layer has d_model=8"):
+        mha(torch.randn(1, 3, 6), torch.randn(1, 3, 8), torch.randn(1, 3, 8))
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, d_model=8\), got \(2, 3, 7\)"):
+        lib.EncoderLayer(8, 2, 16)(torch.randn(2, 3, 7))
+    with pytest.raises(ValueError, match=r"memory must have shape \(B, L, d_model=8\), got \(2, 3, 4\)"):
+        lib.DecoderLayer(8, 2, 16)(torch.randn(2, 3, 8), torch.randn(2, 3, 4))
+    with pytest.raises(ValueError, match=r"expected d_model=8"):
+        lib.PositionwiseFeedForward(8, 32)(torch.randn(3, 5))
+
+
+def test_token_ids_outside_vocabulary():
+    model = lib.Transformer(10, 12, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+    ok = torch.zeros(1, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"src holds token id 10, outside \[0, 10\)"):
+        model(torch.tensor([[1, 10, 2]]), ok)
+    with pytest.raises(ValueError, match=r"tgt holds token id -1, outside \[0, 12\)"):
+        model(ok, torch.tensor([[1, -1, 2]]))
+    with pytest.raises(TypeError, match=r"integer token ids"):
+        model(torch.zeros(1, 3), ok)
+
+
+def test_tied_embeddings_need_one_vocabulary():
+    with pytest.raises(ValueError, match=r"src_vocab_size=100, tgt_vocab_size=120"):
+        lib.Transformer(100, 120, d_model=8, n_heads=2, n_layers=1, d_ff=16, share_embeddings=True)
+
+
+def test_other_bad_arguments():
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        lib.scaled_dot_product_attention([[1.0]], torch.randn(1, 1), torch.randn(1, 1))
+    with pytest.raises(TypeError, match="floating-point"):
+        x = torch.ones(2, 2, dtype=torch.long)
+        lib.scaled_dot_product_attention(x, x, x)
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\)"):
+        q = torch.randn(2, 2)
+        lib.scaled_dot_product_attention(q, q, q, dropout_p=1.5)
+    with pytest.raises(ValueError, match="size must be positive"):
+        lib.causal_mask(0)
+    with pytest.raises(ValueError, match="d_model must be even"):
+        lib.sinusoidal_positional_encoding(4, 5)
+    with pytest.raises(ValueError, match=r"sequence length 30 exceeds max_len=20"):
+        lib.LearnedPositionalEmbedding(8, max_len=20)(torch.randn(1, 30, 8))
+    with pytest.raises(ValueError, match="batch size"):
+        mha = lib.MultiHeadAttention(8, 2)
+        mha(torch.randn(2, 3, 8), torch.randn(3, 3, 8), torch.randn(3, 3, 8))
+
+
+def test_no_nan_from_bad_mask_rows():
+    # the failure mode the checks exist for: never a NaN, whatever the mask
+    q = torch.randn(1, 2, 4, 8)
+    out, w = lib.scaled_dot_product_attention(q, q, q, torch.zeros(4, 4, dtype=torch.bool))
+    assert not out.isnan().any() and not w.isnan().any()
