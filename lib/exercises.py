@@ -1,0 +1,140 @@
+"""Checking hand computations: exercise checkers and text-vs-exact tables.
+
+Introduced in chapter 2 (worked examples). A reader works an attention example
+by hand, types the answer in, and `check_attention` says whether it is right
+and, if not, which entry is off. `compare_table` prints a hand-rounded result
+next to the exact one, so the size of every rounding error is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lib._checks import shape
+from lib.attention import _check_qkv, scaled_dot_product_attention
+
+__all__ = ["CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
+
+
+def _as_matrix(name: str, value: object) -> torch.Tensor:
+    """A number grid (tensor or nested list) as a 2-D float64 tensor; a clear error otherwise."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to(torch.float64)
+    else:
+        try:
+            t = torch.tensor(value, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(f"{name} must be a tensor or a nested list of numbers, got {type(value).__name__}") from err
+    if t.dim() == 1:
+        t = t.unsqueeze(0)  # a single row, as the reader would write it
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be a matrix (rows, columns), got shape {shape(t)}")
+    return t
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on an answer: ``bool(result)`` is True when it is right."""
+
+    correct: bool
+    message: str
+    expected: torch.Tensor
+    wrong_entries: tuple[tuple[int, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: float) -> CheckResult:
+    if answer.shape != expected.shape:
+        raise ValueError(
+            f"your {what} has shape {shape(answer)}, but it must have shape {shape(expected)}"
+        )
+    off = (answer - expected).abs() > atol
+    if not bool(off.any()):
+        return CheckResult(True, f"Right: every entry of the {what} is within {atol:g} of the exact value.", expected)
+    entries = tuple((int(i), int(j)) for i, j in off.nonzero().tolist())
+    i, j = entries[0]
+    message = (
+        f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} are off by more than {atol:g}. "
+        f"First: entry [{i}, {j}] (row {i}, column {j}) is {answer[i, j].item():.4f}, "
+        f"the exact value is {expected[i, j].item():.4f}."
+    )
+    return CheckResult(False, message, expected, entries)
+
+
+def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None) -> CheckResult:
+    """Check a hand-computed softmax(q kᵀ / √d_k) v against `scaled_dot_product_attention`.
+
+    q (m, d_k), k (n, d_k), v (n, d_v) and ``answer`` (m, d_v) may be tensors or
+    nested lists; a single row may be given as a flat list. An entry counts as
+    right when it is within ``atol`` of the exact value (the default 0.01 suits
+    two-decimal hand work). Shapes that do not fit raise ``ValueError`` before
+    anything is computed.
+    """
+    q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
+    answer = _as_matrix("answer", answer)
+    _check_qkv(q, k, v)  # q and k share d_k, k and v share n
+    if not atol > 0:
+        raise ValueError(f"atol must be positive, got {atol}")
+    if answer.shape != (q.shape[0], v.shape[1]):
+        raise ValueError(
+            f"the output of attention has one row per query and one column per value feature: "
+            f"q is {shape(q)} and v is {shape(v)}, so the answer must have shape "
+            f"({q.shape[0]}, {v.shape[1]}), got shape {shape(answer)}"
+        )
+    expected, _ = scaled_dot_product_attention(q, k, v, mask)
+    return _verdict("output", answer, expected, atol)
+
+
+def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None) -> CheckResult:
+    """Check hand-computed weights softmax(q kᵀ / √d_k), shape (m, n), like `check_attention`."""
+    q, k = _as_matrix("q", q), _as_matrix("k", k)
+    answer = _as_matrix("answer", answer)
+    _check_qkv(q, k, k)
+    if not atol > 0:
+        raise ValueError(f"atol must be positive, got {atol}")
+    if answer.shape != (q.shape[0], k.shape[0]):
+        raise ValueError(
+            f"the weights have one row per query and one column per key: q is {shape(q)} and "
+            f"k is {shape(k)}, so the answer must have shape ({q.shape[0]}, {k.shape[0]}), got shape {shape(answer)}"
+        )
+    _, expected = scaled_dot_product_attention(q, k, k, mask)
+    return _verdict("weights", answer, expected, atol)
+
+
+def text_table(header: list[str], rows: list[list[object]]) -> str:
+    """Rows as an aligned plain-text table (right-aligned columns), for deterministic notebook output."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    if any(len(row) != len(header) for row in cells):
+        raise ValueError(f"every row needs {len(header)} cells, one per header entry")
+    widths = [max(len(row[c]) for row in cells) for c in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def compare_table(text_values, exact, decimals: int = 2) -> str:
+    """A table of a text's hand-rounded values beside the exact ones, entry by entry.
+
+    ``decimals`` is how many decimals the text printed. The verdict is "rounds
+    right" when the text's value is the exact one rounded to that many decimals
+    (|difference| <= half a unit in the last place), and "OFF" otherwise.
+    """
+    text_values, exact = _as_matrix("text_values", text_values), _as_matrix("exact", exact)
+    if text_values.shape != exact.shape:
+        raise ValueError(f"text_values {shape(text_values)} and exact {shape(exact)} must have the same shape")
+    half_unit = 0.5 * 10.0**-decimals + 1e-9
+    rows = []
+    for i in range(exact.shape[0]):
+        for j in range(exact.shape[1]):
+            t, e = text_values[i, j].item(), exact[i, j].item()
+            verdict = "rounds right" if abs(t - e) <= half_unit else "OFF"
+            rows.append([f"[{i},{j}]", f"{t:.{decimals}f}", f"{e:.4f}", f"{t - e:+.4f}", verdict])
+    return text_table(["entry", "text", "exact", "text - exact", "verdict"], rows)
+

@@ -1,0 +1,103 @@
+"""Tests of lib/exercises.py: the chapter-2 answer checker and the comparison table.
+
+Expected values are worked by hand here (softmax of two or four scores), not
+taken from the code under test.
+"""
+
+import math
+
+import pytest
+import torch
+
+from lib.exercises import check_attention, check_attention_weights, compare_table, text_table
+
+# q k^T / sqrt(4) = [1, 0]: weights e/(e+1) and 1/(e+1); v = identity, so the output is the weights.
+Q = [[2.0, 0.0, 0.0, 0.0]]
+K = [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+V = [[1.0, 0.0], [0.0, 1.0]]
+E = math.e / (math.e + 1)
+
+
+def test_right_answer_accepted():
+    result = check_attention(Q, K, V, [[E, 1 - E]])
+    assert result.correct and bool(result)
+    assert result.message.startswith("Right")
+    assert result.wrong_entries == ()
+
+
+def test_two_decimal_answer_accepted_within_atol():
+    assert check_attention(Q, K, V, [[0.73, 0.27]]).correct
+    assert not check_attention(Q, K, V, [[0.73, 0.27]], atol=1e-3).correct
+
+
+def test_wrong_answer_rejected_and_entry_named():
+    # the second entry forgets that the weights sum to one
+    result = check_attention(Q, K, V, [[E, 0.5]])
+    assert not result.correct and not bool(result)
+    assert result.wrong_entries == ((0, 1),)
+    assert "Wrong" in result.message and "[0, 1]" in result.message
+    assert f"{1 - E:.4f}" in result.message
+
+
+def test_forgetting_the_scale_is_caught():
+    # without 1/sqrt(d_k) the scores are [2, 0]
+    unscaled = math.exp(2) / (math.exp(2) + 1)
+    result = check_attention(Q, K, V, [[unscaled, 1 - unscaled]])
+    assert not result.correct
+    assert result.wrong_entries == ((0, 0), (0, 1))
+
+
+def test_uniform_example_exact():
+    # equal scores: the output is the mean of the value rows, (2+4+6+8)/4 = 5 (seed 004, example 3)
+    q = torch.ones(1, 4)
+    k = torch.eye(4)
+    v = torch.tensor([[2.0], [4.0], [6.0], [8.0]])
+    assert check_attention(q, k, v, [[5.0]], atol=1e-9).correct
+    assert not check_attention(q, k, v, [[5.1]]).correct
+
+
+def test_weights_checker():
+    assert check_attention_weights(Q, K, [[E, 1 - E]]).correct
+    result = check_attention_weights(Q, K, [[0.5, 0.5]])
+    assert not result.correct and result.wrong_entries == ((0, 0), (0, 1))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [[[E, 1 - E, 0.0]], [[E], [1 - E]], [[[E, 1 - E]]]],
+    ids=["too many columns", "transposed", "three dimensions"],
+)
+def test_bad_answer_shape_raises(answer):
+    with pytest.raises(ValueError, match="shape"):
+        check_attention(Q, K, V, answer)
+
+
+def test_bad_qkv_shapes_raise():
+    with pytest.raises(ValueError, match="d_k"):
+        check_attention([[1.0, 0.0]], K, V, [[0.5, 0.5]])
+    with pytest.raises(ValueError, match="same number of positions"):
+        check_attention(Q, K, [[1.0, 0.0]], [[0.5]])
+    with pytest.raises(ValueError, match="must have shape"):
+        check_attention_weights(Q, K, [[0.5, 0.5, 0.0]])
+
+
+def test_non_numeric_answer_raises_type_error():
+    with pytest.raises(TypeError):
+        check_attention(Q, K, V, "0.73, 0.27")
+
+
+def test_compare_table_flags_rounding_errors():
+    table = compare_table([[0.80, 0.75]], [[0.7967, 0.7448]])
+    lines = table.splitlines()
+    assert lines[2].endswith("rounds right")  # 0.7967 rounds to 0.80
+    assert lines[3].endswith("OFF")  # 0.7448 rounds to 0.74, not 0.75
+    assert "+0.0052" in lines[3]
+    with pytest.raises(ValueError):
+        compare_table([[1.0]], [[1.0, 2.0]])
+
+
+def test_text_table_aligns_columns():
+    lines = text_table(["a", "long"], [[1, 2], [333, 4]]).splitlines()
+    assert len({len(line) for line in lines}) == 1
+    with pytest.raises(ValueError):
+        text_table(["a"], [[1, 2]])

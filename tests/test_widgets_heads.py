@@ -1,0 +1,93 @@
+"""Tests of lib/widgets_heads.py: the widget shows the weights of the head it says.
+
+The reference is torch.nn.MultiheadAttention loaded with the parameters of a
+lib.MultiHeadAttention built under the same seed, so the check does not go
+through `head_weights`.
+"""
+
+import pytest
+import torch
+from torch import nn
+
+import lib
+from lib.widgets_heads import HeadsExplorer, draw_weights, head_weights
+
+D_MODEL, SEED = 8, 3
+TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
+
+
+@pytest.fixture
+def x():
+    g = torch.Generator().manual_seed(11)
+    return 2.0 * torch.randn(len(TOKENS), D_MODEL, generator=g)
+
+
+def reference_weights(x, n_heads, head, seed=SEED):
+    """Per-head weights from nn.MultiheadAttention holding a seeded lib layer's parameters."""
+    torch.manual_seed(seed)
+    ours = lib.MultiHeadAttention(D_MODEL, n_heads)
+    ref = nn.MultiheadAttention(D_MODEL, n_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+        xb = x.unsqueeze(0)
+        _, w = ref(xb, xb, xb, need_weights=True, average_attn_weights=False)
+    return w[0, head]
+
+
+@pytest.mark.parametrize("n_heads,head", [(1, 0), (2, 1), (4, 2), (8, 7)])
+def test_sliders_drive_the_displayed_weights(x, n_heads, head):
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=2)
+    explorer.n_heads_slider.value = n_heads
+    explorer.head_slider.value = head
+    assert explorer.current_n_heads == n_heads and explorer.current_head == head
+    assert explorer.current_weights.shape == (len(TOKENS), len(TOKENS))
+    torch.testing.assert_close(explorer.current_weights, reference_weights(x, n_heads, head))
+
+
+def test_fewer_heads_pulls_the_head_down(x):
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=8)
+    explorer.head_slider.value = 6
+    explorer.n_heads_slider.value = 2
+    assert explorer.head_slider.max == 1
+    assert explorer.current_head == explorer.head_slider.value == 1
+    torch.testing.assert_close(explorer.current_weights, reference_weights(x, 2, 1))
+
+
+def test_different_heads_differ(x):
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=4)
+    first = explorer.current_weights.clone()
+    explorer.head_slider.value = 1
+    assert not torch.allclose(first, explorer.current_weights)
+
+
+def test_head_weights_rows_sum_to_one_and_leave_rng_alone(x):
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    w = head_weights(x, 4, 3, seed=SEED)
+    torch.testing.assert_close(w.sum(-1), torch.ones(len(TOKENS)))
+    torch.testing.assert_close(torch.rand(1), expected_next)
+
+
+def test_bad_inputs_raise(x):
+    with pytest.raises(ValueError, match="not divisible"):
+        head_weights(x, 3, 0)
+    with pytest.raises(ValueError, match="head must be in"):
+        head_weights(x, 2, 2)
+    with pytest.raises(ValueError, match="one sequence"):
+        head_weights(torch.zeros(2, 6, D_MODEL), 2, 0)
+    with pytest.raises(ValueError, match="n_heads must divide"):
+        HeadsExplorer(x, TOKENS, n_heads=3)
+    with pytest.raises(ValueError, match="tokens"):
+        HeadsExplorer(x, TOKENS[:-1])
+
+
+def test_draw_weights_refuses_a_vector():
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    with pytest.raises(ValueError, match="matrix"):
+        draw_weights(ax, torch.ones(3))
