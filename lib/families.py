@@ -1,0 +1,116 @@
+"""Encoder-only (BERT-like) and decoder-only (GPT-like) models from `lib`'s blocks.
+
+Introduced in chapter 6 (the encoder, the decoder and the model families).
+
+The third family, encoder-decoder (the paper's model, BART, T5), is `lib.Transformer`.
+Both classes here are one stack of `EncoderLayer`s over token embeddings + positions;
+they differ only in the mask:
+
+    encoder-only: every token sees every (non-padding) token   -> a representation per token
+    decoder-only: token t sees tokens 0..t (a causal mask)      -> next-token logits
+
+A decoder-only block is the paper's decoder layer without cross-attention (there is
+no encoder to attend to), which is exactly an `EncoderLayer` run with a causal mask.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lib._checks import require_positive_int, require_probability, require_token_ids
+from lib.attention import causal_mask
+from lib.layers import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
+from lib.model import EncoderLayer
+
+__all__ = ["EncoderOnlyModel", "DecoderOnlyModel"]
+
+
+class _TokenStack(nn.Module):
+    """Embeddings × √d_model + positions, ``n_layers`` `EncoderLayer`s, a vocabulary head."""
+
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional):
+        super().__init__()
+        require_positive_int("vocab_size", vocab_size)
+        require_positive_int("d_model", d_model)
+        require_positive_int("n_heads", n_heads)
+        require_positive_int("n_layers", n_layers)
+        require_positive_int("d_ff", d_ff)
+        require_positive_int("max_len", max_len)
+        require_probability("dropout", dropout)
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.embed = TokenEmbedding(vocab_size, d_model)
+        position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
+        self.pos = position(d_model, max_len=max_len, dropout=dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
+        )
+        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        # The output head shares the embedding matrix (weight tying, as BERT and GPT do).
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.head.weight = self.embed.embedding.weight
+        # Initialised as `lib.Transformer` is: Xavier for matrices, N(0, 1/d_model) for the embeddings.
+        for name, p in self.named_parameters():
+            if p.dim() > 1:
+                if "embed" in name:
+                    nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
+                else:
+                    nn.init.xavier_uniform_(p)
+
+    def _run(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.pos(self.embed(tokens))  # (B, L, d_model)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.head(self.final_norm(x))  # (B, L, vocab_size)
+
+    def _padding(self, tokens: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
+        if pad_id is None:
+            return None
+        if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+            raise TypeError(f"pad_id must be an int or None, got {type(pad_id).__name__}")
+        return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, L)
+
+
+class EncoderOnlyModel(_TokenStack):
+    """A BERT-like model (Devlin et al. 2019): bidirectional self-attention over the whole input.
+
+    ``forward(tokens)`` returns logits (B, L, vocab_size) for every position, the
+    shape a masked-language-model loss needs (predict the tokens hidden behind
+    [MASK] from both sides). BERT uses learned positions, hence the default.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
+                 dropout: float = 0.1, norm_first: bool = False, max_len: int = 512, positional: str = "learned"):
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional)
+
+    def forward(self, tokens: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
+        """tokens (B, L) -> logits (B, L, vocab_size); keys equal to ``pad_id`` are masked out."""
+        require_token_ids("tokens", tokens, self.vocab_size)
+        return self._run(tokens, self._padding(tokens, pad_id))
+
+
+class DecoderOnlyModel(_TokenStack):
+    """A GPT-like model (Radford et al. 2018): causal self-attention, next-token prediction.
+
+    ``forward(tokens)`` returns logits (B, L, vocab_size); position t's logits
+    depend on tokens 0..t only, and are trained to predict token t + 1.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
+                 dropout: float = 0.1, norm_first: bool = False, max_len: int = 512, positional: str = "learned"):
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional)
+
+    def forward(self, tokens: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
+        """tokens (B, L) -> logits (B, L, vocab_size), causally masked (and padding-masked if ``pad_id``)."""
+        require_token_ids("tokens", tokens, self.vocab_size)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)  # (L, L)
+        padding = self._padding(tokens, pad_id)
+        if padding is not None:
+            mask = mask & padding  # (B, 1, L, L)
+        return self._run(tokens, mask)

@@ -1,0 +1,113 @@
+"""An interactive explorer of the sinusoidal positional encoding.
+
+Introduced in chapter 5 (positional encoding).
+
+``PositionExplorer`` holds three ipywidgets controls, a figure and the numbers
+it shows, so a notebook (or a test) can drive it from Python:
+
+    ex = PositionExplorer(d_model=64)
+    ex.pos_a.value, ex.pos_b.value = 3, 10    # two positions
+    ex.dims.value = (0, 7)                    # dimensions 0..7 (inclusive)
+    ex.similarity                             # cosine of PE[3, 0:8] and PE[10, 0:8]
+
+Every change of a control recomputes ``.values_a``, ``.values_b``, ``.dot``,
+``.cosine`` (= ``.similarity``) and the text in ``.readout``, then redraws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+
+from lib._checks import require_positive_int
+from lib.layers import sinusoidal_positional_encoding
+
+__all__ = ["PositionExplorer"]
+
+
+class PositionExplorer:
+    """Sliders for two positions and a range of dimensions of the sinusoidal encoding.
+
+    Left panel: the selected dimensions of PE as functions of the position,
+    with the two chosen positions marked. Right panel: the two encodings'
+    values on those dimensions, side by side. The readout (``.readout.value``)
+    gives their dot product and cosine similarity.
+    """
+
+    max_curves = 8  # more sinusoids than this in one panel is unreadable
+
+    def __init__(self, d_model: int = 64, max_pos: int = 100, pos_a: int = 5, pos_b: int = 12,
+                 dims: tuple[int, int] = (0, 5), draw: bool = True):
+        require_positive_int("d_model", d_model)
+        require_positive_int("max_pos", max_pos)
+        if d_model % 2:
+            raise ValueError(f"d_model must be even, got {d_model}")
+        for name, p in (("pos_a", pos_a), ("pos_b", pos_b)):
+            if not 0 <= p < max_pos:
+                raise ValueError(f"{name}={p} is outside [0, max_pos={max_pos})")
+        lo, hi = dims
+        if not 0 <= lo <= hi < d_model:
+            raise ValueError(f"dims={dims} must satisfy 0 <= first <= last < d_model={d_model}")
+        self.d_model, self.max_pos, self.draw = d_model, max_pos, draw
+        self.pe = sinusoidal_positional_encoding(max_pos, d_model).double()  # (max_pos, d_model)
+        self.pos_a = widgets.IntSlider(value=pos_a, min=0, max=max_pos - 1, description="position a")
+        self.pos_b = widgets.IntSlider(value=pos_b, min=0, max=max_pos - 1, description="position b")
+        self.dims = widgets.IntRangeSlider(value=(lo, hi), min=0, max=d_model - 1, description="dimensions")
+        self.readout = widgets.HTML()
+        self.output = widgets.Output()
+        for control in (self.pos_a, self.pos_b, self.dims):
+            control.observe(self._on_change, names="value")
+        self.widget = widgets.VBox([widgets.HBox([self.pos_a, self.pos_b, self.dims]), self.readout, self.output])
+        self.update()
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def update(self) -> None:
+        """Recompute the displayed numbers from the controls, then redraw."""
+        a, b = self.pos_a.value, self.pos_b.value
+        lo, hi = self.dims.value
+        va, vb = self.pe[a, lo : hi + 1], self.pe[b, lo : hi + 1]
+        self.values_a = [float(v) for v in va]
+        self.values_b = [float(v) for v in vb]
+        self.dot = float(va @ vb)
+        norms = float(va.norm() * vb.norm())
+        self.cosine = self.dot / norms if norms > 0 else float("nan")
+        self.similarity = self.cosine
+        self.readout.value = (
+            f"PE[{a}, {lo}:{hi + 1}] · PE[{b}, {lo}:{hi + 1}] = <b>{self.dot:.4f}</b>, "
+            f"cosine similarity = <b>{self.cosine:.4f}</b>"
+        )
+        if self.draw:
+            self._redraw(a, b, lo, hi)
+
+    def _redraw(self, a: int, b: int, lo: int, hi: int) -> None:
+        self.output.clear_output(wait=True)
+        with self.output:
+            fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [2, 1]})
+            positions = torch.arange(self.max_pos)
+            for d in range(lo, min(hi, lo + self.max_curves - 1) + 1):
+                kind = "sin" if d % 2 == 0 else "cos"
+                left.plot(positions, self.pe[:, d], label=f"dim {d} ({kind}, λ={2 * math.pi * 10000 ** ((d - d % 2) / self.d_model):.1f})")
+            for p, style in ((a, "-"), (b, "--")):
+                left.axvline(p, color="k", linestyle=style, linewidth=1)
+            left.set_xlabel("position")
+            left.set_ylabel("PE value")
+            left.legend(fontsize=7, loc="upper right")
+            idx = torch.arange(lo, hi + 1)
+            right.bar(idx - 0.2, self.values_a, width=0.4, label=f"pos {a}")
+            right.bar(idx + 0.2, self.values_b, width=0.4, label=f"pos {b}")
+            right.set_xlabel("dimension")
+            right.set_title(f"cosine = {self.cosine:.3f}", fontsize=10)
+            right.legend(fontsize=7)
+            fig.tight_layout()
+            plt.show()
+        plt.close(fig)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
