@@ -8,6 +8,7 @@ next to the exact one, so the size of every rounding error is visible.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -15,7 +16,7 @@ import torch
 from lib._checks import shape
 from lib.attention import _check_qkv, scaled_dot_product_attention
 
-__all__ = ["CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
+__all__ = ["AttentionSteps", "attention_steps", "CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
 
 
 def _as_matrix(name: str, value: object) -> torch.Tensor:
@@ -32,6 +33,33 @@ def _as_matrix(name: str, value: object) -> torch.Tensor:
     if t.dim() != 2:
         raise ValueError(f"{name} must be a matrix (rows, columns), got shape {shape(t)}")
     return t
+
+
+@dataclass(frozen=True)
+class AttentionSteps:
+    """Every intermediate of one attention computation, in the order a hand calculation meets them."""
+
+    scores: torch.Tensor  # Q Kᵀ, (m, n)
+    scaled: torch.Tensor  # Q Kᵀ / √d_k, (m, n)
+    weights: torch.Tensor  # softmax of each row, (m, n)
+    output: torch.Tensor  # weights · V, (m, d_v)
+
+
+def attention_steps(q, k, v) -> AttentionSteps:
+    """softmax(Q Kᵀ / √d_k) V in four separate steps, in float64, keeping each one.
+
+    Chapter 2 prints these next to a text's hand-rounded numbers. The steps
+    are written out here independently of `scaled_dot_product_attention`, so
+    the two can check each other. q (m, d_k), k (n, d_k), v (n, d_v): tensors
+    or nested lists.
+    """
+    q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
+    _check_qkv(q, k, v)
+    scores = q @ k.T  # (m, n)
+    scaled = scores / math.sqrt(k.shape[1])  # (m, n)
+    exp = torch.exp(scaled - scaled.max(dim=1, keepdim=True).values)  # shift: same softmax, no overflow
+    weights = exp / exp.sum(dim=1, keepdim=True)  # (m, n)
+    return AttentionSteps(scores, scaled, weights, weights @ v)
 
 
 @dataclass(frozen=True)

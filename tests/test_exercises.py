@@ -101,3 +101,17 @@ def test_text_table_aligns_columns():
     assert len({len(line) for line in lines}) == 1
     with pytest.raises(ValueError):
         text_table(["a"], [[1, 2]])
+
+
+def test_attention_steps_by_the_formula():
+    # seed 004, example 1, row 3: scaled scores [sqrt 2, 1/sqrt 2, 1/sqrt 2]
+    from lib.exercises import attention_steps
+
+    steps = attention_steps([[1, 0], [0, 1], [1, 1]], [[1, 1], [0, 1], [1, 0]], [[0, 2], [1, 1], [2, 0]])
+    assert steps.scores.tolist() == [[1, 0, 1], [1, 1, 0], [2, 1, 1]]
+    big, small = math.exp(math.sqrt(2)), math.exp(1 / math.sqrt(2))
+    w = [big / (big + 2 * small), small / (big + 2 * small)]
+    assert steps.weights[2].tolist() == pytest.approx([w[0], w[1], w[1]], abs=1e-12)
+    assert steps.output[2].tolist() == pytest.approx([w[1] + 2 * w[1], 2 * w[0] + w[1]], abs=1e-12)
+    with pytest.raises(ValueError):
+        attention_steps([[1, 0]], [[1, 0, 0]], [[1]])
