@@ -94,18 +94,21 @@ def multiplicative_score(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | Non
     The Transformer's score is the "dot" form divided by √d_k.
     """
     _check_states(s, h)
+    _check_bilinear(s, h, w)
+    left = s if w is None else s @ w  # (..., d_h)
+    return (h @ left[..., :, None])[..., 0]  # (..., n)
+
+
+def _check_bilinear(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | None) -> None:
     if w is None:
         if s.shape[-1] != h.shape[-1]:
             raise ValueError(
                 f"the dot score needs d_s == d_h, got s {shape(s)} and h {shape(h)}; pass a matrix w (d_s, d_h)"
             )
-        left = s
     else:
         require_float("w", w)
         if w.shape != (s.shape[-1], h.shape[-1]):
             raise ValueError(f"w must be (d_s={s.shape[-1]}, d_h={h.shape[-1]}), got {shape(w)}")
-        left = s @ w  # (..., d_h)
-    return (h @ left[..., :, None])[..., 0]  # (..., n)
 
 
 def attend(scores: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
