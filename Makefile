@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
-#   make book   create .venv if missing, install, build the HTML book into _build/html
-#   make test   create .venv if missing, install, run pytest on tests/ and nbval on every notebook
+#   make book   create .venv if missing, install (pip, npm ci), build the HTML book into _build/html
+#   make test   create .venv if missing, install, run pytest on tests/, nbval on every notebook,
+#               then build the book and test it in headless Chromium (test-site)
 # and two for authors:
 #   make execute  re-run every notebook in place (seeded), so its stored outputs are current
 #   make clean    remove the build output (keeps .venv; `make distclean` removes it too)
@@ -11,6 +12,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+# Front-end files the site serves itself (MathJax, widget manager, anywidget):
+# pinned in package-lock.json, installed by `npm ci`, copied into the build by _ext/.
+NODE_STAMP := node_modules/.installed
 
 # Deterministic runs: fixed hash seed, fixed thread count, no GUI backend.
 export PYTHONHASHSEED := 0
@@ -18,7 +22,7 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks execute clean distclean install
+.PHONY: book test test-lib test-notebooks test-site execute clean distclean install
 
 install: $(STAMP)
 
@@ -29,10 +33,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	touch $(STAMP)
 
-book: $(STAMP)
-	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
-test: test-lib test-notebooks
+# --all: a full rebuild every time, so a warning can never hide in a cached page.
+book: $(STAMP) $(NODE_STAMP)
+	$(BIN)/jupyter-book build . --builder html --all -W -n --keep-going
+
+test: test-lib test-notebooks test-site
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest tests -q
@@ -40,6 +49,12 @@ test-lib: $(STAMP)
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --nbval-cell-timeout=900 -p no:cacheprovider $(NOTEBOOKS)
+
+# The built site in headless Chromium (Debian's chromium + chromium-driver; .ci/run
+# installs them): every page offline, math, figures, widgets, the Q/K/V explorer.
+# Plain `pytest tests` skips tests/browser unless COURSE_SITE_TEST=1.
+test-site: book
+	COURSE_SITE_TEST=1 $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
 execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \
@@ -51,4 +66,4 @@ clean:
 	rm -rf _build .pytest_cache
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) node_modules

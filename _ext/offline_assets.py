@@ -1,0 +1,223 @@
+"""Sphinx extension: serve every front-end file of the book from the book itself.
+
+The built site must load no script, style sheet or font from another host.
+Three things would otherwise come from a CDN:
+
+* MathJax (Sphinx's default ``mathjax_path`` points at jsdelivr);
+* RequireJS and the Jupyter widget manager ``@jupyter-widgets/html-manager``
+  (myst-nb's default ``nb_ipywidgets_js`` points at cdnjs and jsdelivr);
+* the front end of third-party widget modules -- here anywidget's -- which
+  the widget manager fetches from ``<data-jupyter-widgets-cdn>NAME@VERSION/dist/index.js``.
+
+They are npm packages pinned in package.json / package-lock.json; ``npm ci``
+puts them in node_modules/ (not committed). This extension copies them into
+``_build/html/_static/offline/`` when the HTML build finishes, and _config.yml
+points ``mathjax_path`` and ``nb_ipywidgets_js`` at those copies. The
+``data-jupyter-widgets-cdn`` attribute is written in _config.yml relative to
+the output root (``_static/offline/widgets/``); on each page this extension
+rewrites it relative to that page, because RequireJS resolves it against the
+page's own URL.
+
+sphinx-thebe's two scripts (which name unpkg) are dropped from the pages
+while no thebe launch button is configured.
+
+Each widget module named in a page's stored widget state must have a local
+copy, or the build warns (an error under ``-W``): the modules built into the
+html-manager (``@jupyter-widgets/base``, ``controls``, ``output``) need none,
+and ``anywidget`` is copied to ``widgets/anywidget@<version spec>/dist/index.js``
+for each version spec the notebooks stored, after checking that the npm
+package's version satisfies that spec.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+OUT = "offline"  # _build/html/_static/offline/
+CDN_ATTRIBUTE = "data-jupyter-widgets-cdn"
+WIDGET_STATE_TYPE = "application/vnd.jupyter.widget-state+json"
+# Modules that @jupyter-widgets/html-manager bundles: never fetched.
+BUILTIN_WIDGET_MODULES = {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output"}
+# npm packages whose front end a stored widget state may need, by module name.
+WIDGET_PACKAGES = {"anywidget": "anywidget"}
+
+# The widgets' `typeset` (labels, HTMLMath) calls MathJax 2's
+# `MathJax.Hub.Queue(["Typeset", MathJax.Hub, element])`, which throws under
+# MathJax 3. Give MathJax 3 that one entry point, typesetting the element.
+# Added again once MathJax has loaded, in case loading replaced the object.
+MATHJAX2_SHIM = """
+(function () {
+  function shim() {
+    var mj = window.MathJax;
+    if (!mj || mj.Hub) return;
+    mj.Hub = { Queue: function (job) {
+      var element = Array.isArray(job) ? job[2] : undefined;
+      var ready = (mj.startup && mj.startup.promise) || Promise.resolve();
+      ready.then(function () { return mj.typesetPromise ? mj.typesetPromise(element ? [element] : undefined) : null; })
+           .catch(function (error) { console.warn("MathJax typeset failed", error); });
+    } };
+  }
+  shim();
+  document.addEventListener("DOMContentLoaded", shim);
+})();"""
+
+# (source inside node_modules/, destination inside _static/offline/)
+COPIES = [
+    ("mathjax/es5", "mathjax"),
+    ("requirejs/require.js", "require.js"),
+    ("@jupyter-widgets/html-manager/dist", "html-manager"),
+]
+SKIP = shutil.ignore_patterns("*.map", "embed.js", "embed.js.LICENSE.txt")
+
+
+def _node_modules(app: Sphinx) -> Path:
+    return Path(app.srcdir) / "node_modules"
+
+
+def _npm_version(app: Sphinx, package: str) -> str:
+    return json.loads((_node_modules(app) / package / "package.json").read_text())["version"]
+
+
+def check_node_modules(app: Sphinx) -> None:
+    """Fail early, with the fix, when `npm ci` has not been run."""
+    if app.builder.format != "html":
+        return
+    root = _node_modules(app)
+    missing = [src for src, _ in COPIES if not (root / src).exists()]
+    missing += [f"{p}/dist/index.js" for p in WIDGET_PACKAGES.values() if not (root / p / "dist/index.js").exists()]
+    if missing:
+        raise ExtensionError(
+            f"front-end packages missing from {root}: {', '.join(missing)}. "
+            "Run `npm ci` in the repository root (the Makefile's `book` target does)."
+        )
+
+
+def _satisfies(version: str, spec: str) -> bool:
+    """Enough of npm's semver ranges for the specs widget libraries store.
+
+    ``*``, ``A.B.C``, ``~A.B.*`` / ``~A.B.C`` / ``A.B.*`` (same minor) and ``^A.B.C``.
+    """
+    have = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+    spec = spec.strip()
+    if spec in ("*", ""):
+        return True
+    nums = tuple(int(x) for x in re.findall(r"\d+", spec)[:3])
+    if not nums:
+        return False
+    if spec.startswith("^"):
+        if nums[0] > 0:
+            return have[0] == nums[0] and have >= nums
+        return have[:2] == nums[:2] and have >= nums
+    if spec.startswith("~") or "*" in spec or len(nums) < 3:
+        return have[: min(2, len(nums))] == nums[: min(2, len(nums))] and have >= nums
+    return have == nums
+
+
+def _thebe_enabled(app: Sphinx) -> bool:
+    launch = (app.config.html_theme_options or {}).get("launch_buttons") or {}
+    return bool(launch.get("thebe"))
+
+
+def _attributes(js) -> dict:
+    return dict(getattr(js, "attributes", {}) or {})
+
+
+def rewrite_page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Per page: make the widget 'CDN' page-relative, point the widget manager at
+    its own fonts, drop sphinx-thebe's unused scripts, and note which widget
+    modules the page's stored state needs."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    if not _thebe_enabled(app):
+        # sphinx-thebe (always loaded by Jupyter Book) puts `THEBE_JS_URL =
+        # "https://unpkg.com/..."` and its loader on every page; with no thebe
+        # launch button nothing can call them, so keep the page free of them.
+        scripts[:] = [
+            js
+            for js in scripts
+            if not str(js.filename or "").endswith("sphinx-thebe.js")
+            and "THEBE_JS_URL" not in _attributes(js).get("body", "")
+        ]
+    for js in list(scripts):
+        attributes = _attributes(js)
+        if attributes.get("type") == WIDGET_STATE_TYPE and attributes.get("body"):
+            for model in json.loads(attributes["body"]).get("state", {}).values():
+                inner = model.get("state", {})
+                for module, version in (
+                    (model.get("model_module"), model.get("model_module_version")),
+                    (inner.get("_view_module"), inner.get("_view_module_version")),
+                ):
+                    if module and module not in BUILTIN_WIDGET_MODULES:
+                        app.offline_widget_modules.add((module, version or "*", pagename))  # type: ignore[attr-defined]
+        cdn = attributes.get(CDN_ATTRIBUTE)
+        if cdn and "://" not in cdn:
+            attributes[CDN_ATTRIBUTE] = context["pathto"](cdn, 1)
+            index = scripts.index(js)
+            scripts[index] = type(js)(js.filename, priority=js.priority, **attributes)
+            # The widget manager's own fonts (FontAwesome, for widget icons) sit
+            # beside embed-amd.js, but it finds them from the URL RequireJS gives
+            # its module "@jupyter-widgets/html-manager/dist/libembed-amd", by
+            # default under the page's folder: map that module path to our copy.
+            assets = context["pathto"](f"_static/{OUT}/html-manager", 1)
+            body = (
+                f"window.__jupyter_widgets_assets_path__ = {json.dumps(assets + '/')}; "
+                f'window.requirejs.config({{paths: {{"@jupyter-widgets/html-manager/dist": {json.dumps(assets)}}}}});'
+                + MATHJAX2_SHIM
+            )
+            scripts.insert(index, type(js)(None, priority=js.priority, body=body))
+
+
+def copy_assets(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    root = _node_modules(app)
+    out = Path(app.outdir) / "_static" / OUT
+    for src, dst in COPIES:
+        source, target = root / src, out / dst
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True, ignore=SKIP)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    for module, spec, pagename in sorted(app.offline_widget_modules):
+        package = WIDGET_PACKAGES.get(module)
+        if package is None:
+            logger.warning(
+                f"{pagename}: widget module {module!r} ({spec}) has no local copy; the page would "
+                "fetch it from a CDN. Add its npm package to package.json and to WIDGET_PACKAGES in "
+                "_ext/offline_assets.py.",
+                type="offline",
+                subtype="widget",
+            )
+            continue
+        version = _npm_version(app, package)
+        if not _satisfies(version, spec):
+            logger.warning(
+                f"{pagename}: the stored widget state wants {module}@{spec}, but node_modules has "
+                f"{package}@{version}; pin a matching version in package.json.",
+                type="offline",
+                subtype="widget",
+            )
+        # The widget manager asks for `<cdn>NAME@SPEC/dist/index.js`: give it exactly that path.
+        target = out / "widgets" / f"{module}@{spec}" / "dist" / "index.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / package / "dist" / "index.js", target)
+
+
+def setup(app: Sphinx) -> dict:
+    app.offline_widget_modules = set()  # (module, version spec, page) found in widget states
+    app.connect("builder-inited", check_node_modules)
+    # After myst-nb has added a page's widget scripts (priority 500).
+    app.connect("html-page-context", rewrite_page_scripts, priority=900)
+    app.connect("build-finished", copy_assets)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

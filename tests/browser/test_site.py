@@ -1,0 +1,418 @@
+"""The built book in a real browser: headless Chromium, offline, on localhost.
+
+Run by `make test-site` (and so by `make test`), which builds the book first
+and sets COURSE_SITE_TEST=1. Without that variable (e.g. plain `pytest tests`
+in `make test-lib`) every test here is skipped: they need _build/html and
+Debian's chromium + chromium-driver.
+
+What is checked, page by page (every page of _toc.yml, plus search and index):
+  * no request leaves 127.0.0.1 (Chromium is started with every other host
+    unresolvable and behind a dead proxy, https:// is blocked outright, and
+    the DevTools network log is read to fail on any attempt);
+  * no request fails and none answers with an HTTP error;
+  * no error in the browser console;
+  * every math element is typeset by MathJax (an mjx-container, no merror);
+  * every <img> has loaded (naturalWidth > 0);
+  * where the page stores widget state, every stored widget view is rendered.
+And on the attention-math chapter, the Q/K/V explorer (lib/widgets.py, its JS
+in lib/static/attention_explorer.js) is driven like a reader would: type into
+Q, toggle the scaling and the causal mask, change the temperature; each time
+the weights and outputs it shows must equal lib.scaled_dot_product_attention's.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import math
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+if os.environ.get("COURSE_SITE_TEST") != "1":
+    pytest.skip(
+        "browser test of the built site: run `make test-site` (builds the book, sets COURSE_SITE_TEST=1)",
+        allow_module_level=True,
+    )
+
+import torch  # noqa: E402
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+import lib  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("COURSE_SITE_DIR", ROOT / "_build" / "html"))
+TOC = Path(os.environ.get("COURSE_SITE_TOC", ROOT / "_toc.yml"))
+EXPLORER_PAGE = "book/01_attention_math"
+TIMEOUT = 60  # seconds for one page to settle (2 shared cores; CI is faster)
+
+
+def toc_pages(toc_path: Path) -> list[str]:
+    """Every document of the table of contents, in order (root first)."""
+    toc = yaml.safe_load(toc_path.read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return pages
+
+
+PAGES = toc_pages(TOC)
+
+
+# --------------------------------------------------------------------------- server
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail(f"no built site at {SITE}: run `make book` first (make test-site does)")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+# --------------------------------------------------------------------------- browser
+
+
+def _find(env: str, *names: str) -> str:
+    for candidate in (os.environ.get(env), *names):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    pytest.fail(f"{names[0]} not found (set {env}); .ci/run installs Debian's chromium and chromium-driver")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never download anything
+    options = webdriver.ChromeOptions()
+    options.binary_location = _find("CHROMIUM", "chromium", "chromium-browser")
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+        "--window-size=1280,1600",
+        # The network is closed except for loopback: no other name resolves,
+        # and anything that still tries goes to a proxy port where nobody listens.
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+        "--proxy-server=http://127.0.0.1:9",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    service = Service(executable_path=_find("CHROMEDRIVER", "chromedriver"))
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(TIMEOUT)
+    driver.set_script_timeout(TIMEOUT)
+    driver.execute_cdp_cmd("Network.enable", {})
+    # The test server is plain http on 127.0.0.1, so every https:// request is foreign.
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["https://*", "wss://*", "ws://*"]})
+    yield driver
+    driver.quit()
+
+
+class NetworkLog:
+    """Reads Chromium's DevTools network events: requests, failures, HTTP errors."""
+
+    def __init__(self, driver, base_url: str):
+        self.driver, self.base = driver, urlsplit(base_url)
+        self.requests: dict[str, str] = {}
+        self.problems: list[str] = []
+        self.console: list[str] = []
+
+    def local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about"):
+            return True
+        return parts.scheme == "http" and parts.hostname == self.base.hostname and parts.port == self.base.port
+
+    def drain(self) -> None:
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            method, params = message.get("method", ""), message.get("params", {})
+            if method == "Network.requestWillBeSent":
+                url = params["request"]["url"]
+                self.requests[params["requestId"]] = url
+                if not self.local(url):
+                    self.problems.append(f"request to another host: {url}")
+            elif method == "Network.loadingFailed":
+                url = self.requests.get(params["requestId"], "?")
+                if not params.get("canceled"):
+                    self.problems.append(f"failed request ({params.get('errorText')}): {url}")
+            elif method == "Network.responseReceived":
+                status = params["response"]["status"]
+                if status >= 400:
+                    self.problems.append(f"HTTP {status}: {params['response']['url']}")
+        for entry in self.driver.get_log("browser"):
+            if entry["level"] == "SEVERE":
+                self.console.append(entry["message"])
+
+    def assert_clean(self, page: str) -> None:
+        self.drain()
+        assert not self.problems, f"{page}: network problems:\n" + "\n".join(self.problems)
+        assert not self.console, f"{page}: console errors:\n" + "\n".join(self.console)
+
+
+def open_page(driver, base_url: str, page: str) -> NetworkLog:
+    log = NetworkLog(driver, base_url)
+    log.drain()  # forget the previous page's events
+    log.problems.clear()
+    log.console.clear()
+    driver.get(base_url + page)
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    return log
+
+
+# Each snippet runs in the page (execute_async_script: the last argument is the callback).
+WAIT_FOR_MATHJAX = """
+const done = arguments[arguments.length - 1];
+if (!document.querySelector('.math')) { done('no math'); return; }
+const t0 = Date.now();
+(function poll() {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => done('ok'), (e) => done('error: ' + e));
+  } else if (Date.now() - t0 > 30000) { done('MathJax never started'); }
+  else { setTimeout(poll, 100); }
+})();
+"""
+
+MATH_REPORT = """
+const math = Array.from(document.querySelectorAll('.math'));
+return {
+  total: math.length,
+  untypeset: math.filter((m) => !m.querySelector('mjx-container')).map((m) => m.textContent.slice(0, 80)),
+  errors: Array.from(document.querySelectorAll('mjx-merror')).map((e) => e.textContent.slice(0, 80)),
+};
+"""
+
+WAIT_FOR_IMAGES = """
+const done = arguments[arguments.length - 1];
+const images = Array.from(document.images);
+Promise.all(images.map((img) => { img.loading = 'eager'; return img.decode().catch(() => null); }))
+  .then(() => done(images.map((img) => [img.getAttribute('src'), img.naturalWidth])));
+"""
+
+WIDGET_REPORT = """
+const views = Array.from(document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]'));
+return {
+  state: document.querySelectorAll('script[type="application/vnd.jupyter.widget-state+json"]').length,
+  views: views.length,
+  rendered: views.filter((s) => {
+    const area = s.previousElementSibling;
+    return area && area.classList.contains('widget-subarea') && area.querySelector('.jupyter-widgets, .widget-inline-hbox, .widget-box, .lm-Widget, .qkv-explorer, *');
+  }).length,
+};
+"""
+
+
+def html_path(page: str) -> str:
+    return page + ".html"
+
+
+@pytest.mark.parametrize("page", PAGES + ["search", "genindex"])
+def test_page_loads_offline(browser, base_url, page):
+    assert (SITE / html_path(page)).exists(), f"{page} is in {TOC.name} but was not built"
+    log = open_page(browser, base_url, html_path(page))
+
+    # Math: every .math element typeset, no TeX errors.
+    status = browser.execute_async_script(WAIT_FOR_MATHJAX)
+    assert status in ("ok", "no math"), f"{page}: MathJax: {status}"
+    math_report = browser.execute_script(MATH_REPORT)
+    assert not math_report["untypeset"], f"{page}: math left as TeX: {math_report['untypeset']}"
+    assert not math_report["errors"], f"{page}: MathJax errors: {math_report['errors']}"
+
+    # Figures: every image decoded with a width.
+    images = browser.execute_async_script(WAIT_FOR_IMAGES)
+    broken = [src for src, width in images if not width]
+    assert not broken, f"{page}: images that did not load: {broken}"
+
+    # Stored widgets: every view the notebook saved is drawn.
+    if browser.execute_script(WIDGET_REPORT)["state"]:
+        try:
+            WebDriverWait(browser, TIMEOUT).until(
+                lambda d: (r := d.execute_script(WIDGET_REPORT))["views"] > 0 and r["rendered"] == r["views"]
+            )
+        except Exception:
+            log.drain()
+            report = browser.execute_script(WIDGET_REPORT)
+            pytest.fail(f"{page}: {report['rendered']} of {report['views']} stored widget views rendered; "
+                        f"console: {log.console}; network: {log.problems}")
+
+    time.sleep(0.5)  # let late requests (fonts, lazy modules) show up in the log
+    log.assert_clean(page)
+
+
+def test_toc_pages_exist():
+    """The site has every chapter the toc names (a missing notebook would be skipped silently)."""
+    missing = [p for p in PAGES if not (SITE / html_path(p)).exists()]
+    assert not missing, f"pages in {TOC.name} missing from {SITE}: {missing}"
+
+
+def test_no_foreign_assets_in_html():
+    """No page loads a script, style sheet, font or image from another host.
+
+    Plain <a href> links (launch buttons, references) are fine; anything the
+    browser fetches by itself (src=, <link href=>) must be relative or local.
+    """
+    import re
+
+    tag = re.compile(r"<(?P<name>[a-zA-Z]+)\b(?P<attrs>[^>]*)>")
+    attr = re.compile(r"""\b(src|href|data-jupyter-widgets-cdn)\s*=\s*["']([^"']*)["']""")
+    foreign, cdn_names = [], []
+    for path in sorted(SITE.rglob("*.html")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in tag.finditer(text):
+            if match["name"].lower() == "a":
+                continue
+            for _, value in attr.findall(match["attrs"]):
+                if value.startswith(("http://", "https://", "//")):
+                    foreign.append(f"{path.relative_to(SITE)}: <{match['name']} ... {value}>")
+        for host in ("googleapis", "jsdelivr", "unpkg", "cdnjs", "gstatic", "cloudflare"):
+            if host in text:
+                cdn_names.append(f"{path.relative_to(SITE)}: mentions {host}")
+    assert not foreign, "pages fetch from other hosts:\n" + "\n".join(foreign)
+    assert not cdn_names, "\n".join(cdn_names)
+
+
+# --------------------------------------------------------------------------- the explorer
+
+
+def _page_has_explorer_state() -> bool:
+    page = SITE / html_path(EXPLORER_PAGE)
+    return page.exists() and "qkv-explorer" in page.read_text(encoding="utf-8")
+
+
+def expected_attention(q, k, v, scale: bool, causal: bool, temperature: float):
+    """Weights and output from lib, for the explorer's formula
+    softmax(Q Kᵀ / ((√d_k if scale else 1) · temperature)) V, causal: key j ≤ query i."""
+    q, k, v = (torch.tensor(x, dtype=torch.float64) for x in (q, k, v))
+    d_k = q.shape[-1]
+    divisor = (math.sqrt(d_k) if scale else 1.0) * temperature
+    # lib divides by √d_k itself: hand it queries rescaled so that its logits are Q Kᵀ / divisor.
+    q_in = q * math.sqrt(d_k) / divisor
+    mask = lib.causal_mask(max(q.shape[0], k.shape[0]))[: q.shape[0], : k.shape[0]] if causal else None
+    output, weights = lib.scaled_dot_product_attention(q_in, k, v, mask)
+    return weights, output
+
+
+def read_explorer(root):
+    def matrix(selector, attribute):
+        cells = root.find_elements(By.CSS_SELECTOR, selector)
+        assert cells, f"no {selector} in the explorer"
+        rows = 1 + max(int(c.get_attribute("data-row")) for c in cells)
+        cols = 1 + max(int(c.get_attribute("data-col")) for c in cells)
+        out = [[None] * cols for _ in range(rows)]
+        for c in cells:
+            raw = c.get_attribute(attribute)
+            out[int(c.get_attribute("data-row"))][int(c.get_attribute("data-col"))] = float(raw) if raw else None
+        return out
+
+    control = lambda name: root.find_element(By.CSS_SELECTOR, f'input[data-control="{name}"]')  # noqa: E731
+    return {
+        "Q": matrix('input[data-matrix="Q"]', "value"),
+        "K": matrix('input[data-matrix="K"]', "value"),
+        "V": matrix('input[data-matrix="V"]', "value"),
+        "scale": control("scale").is_selected(),
+        "causal": control("causal").is_selected(),
+        "temperature": float(control("temperature").get_attribute("value")),
+        "weights": matrix('[data-output="weights"]', "data-value"),
+        "output": matrix('[data-output="output"]', "data-value"),
+    }
+
+
+def check_against_lib(root, what: str):
+    shown = read_explorer(root)
+    weights, output = expected_attention(
+        shown["Q"], shown["K"], shown["V"], shown["scale"], shown["causal"], shown["temperature"]
+    )
+    got_w = torch.tensor(shown["weights"], dtype=torch.float64)
+    got_o = torch.tensor(shown["output"], dtype=torch.float64)
+    assert torch.allclose(got_w, weights, atol=1e-9, rtol=0), f"{what}: weights {got_w} != lib {weights}"
+    assert torch.allclose(got_o, output, atol=1e-9, rtol=0), f"{what}: output {got_o} != lib {output}"
+    return shown
+
+
+def type_into(driver, element, text: str) -> None:
+    element.click()
+    element.send_keys(Keys.CONTROL, "a")
+    element.send_keys(text)
+
+
+def test_attention_explorer_matches_lib(browser, base_url):
+    if not _page_has_explorer_state():
+        pytest.skip(f"{EXPLORER_PAGE} has no stored .qkv-explorer widget state (chapter not written or not executed)")
+    log = open_page(browser, base_url, html_path(EXPLORER_PAGE))
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".qkv-explorer [data-output]"))
+    explorers = browser.find_elements(By.CSS_SELECTOR, ".qkv-explorer")
+
+    for number, root in enumerate(explorers):
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", root)
+        shown = check_against_lib(root, f"explorer {number}, as stored")
+        if number == 0:  # the chapter's first explorer starts from the course's example
+            assert shown["Q"] == [[1, 0], [0, 1], [1, 1]]
+            assert shown["K"] == [[1, 1], [0, 1], [1, 0]]
+            assert shown["V"] == [[0, 2], [1, 1], [2, 0]]
+        before = shown["weights"]
+
+        # 1. Type a new value into Q[0][1], as a reader would.
+        entry = root.find_element(By.CSS_SELECTOR, 'input[data-matrix="Q"][data-row="0"][data-col="1"]')
+        type_into(browser, entry, "2.5")
+        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["Q"][0][1] == 2.5)
+        shown = check_against_lib(root, f"explorer {number}, Q[0][1] = 2.5")
+        assert shown["weights"] != before, "editing Q changed no weight"
+
+        # 2. Toggle the √d_k scaling.
+        scale = root.find_element(By.CSS_SELECTOR, 'input[data-control="scale"]')
+        was = scale.is_selected()
+        scale.click()
+        assert scale.is_selected() != was
+        check_against_lib(root, f"explorer {number}, scale={not was}")
+
+        # 3. Toggle the causal mask: the weights become lower-triangular.
+        causal = root.find_element(By.CSS_SELECTOR, 'input[data-control="causal"]')
+        was = causal.is_selected()
+        causal.click()
+        shown = check_against_lib(root, f"explorer {number}, causal={not was}")
+        if shown["causal"]:
+            upper = [w for i, row in enumerate(shown["weights"]) for j, w in enumerate(row) if j > i]
+            assert upper and all(w == 0 for w in upper), f"causal weights above the diagonal: {upper}"
+
+        # 4. Change the temperature.
+        type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-control="temperature"]'), "0.5")
+        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["temperature"] == 0.5)
+        check_against_lib(root, f"explorer {number}, temperature=0.5")
+
+    log.assert_clean(EXPLORER_PAGE)
