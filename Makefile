@@ -15,6 +15,8 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 # Front-end files the site serves itself (MathJax, widget manager, anywidget):
 # pinned in package-lock.json, installed by `npm ci`, copied into the build by _ext/.
 NODE_STAMP := node_modules/.installed
+# The table of contents to build (a partial one while chapters are drafted: make book TOC=/tmp/toc.yml).
+TOC ?= _toc.yml
 
 # Deterministic runs: fixed hash seed, fixed thread count, no GUI backend.
 export PYTHONHASHSEED := 0
@@ -39,7 +41,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 # --all: a full rebuild every time, so a warning can never hide in a cached page.
 book: $(STAMP) $(NODE_STAMP)
-	$(BIN)/jupyter-book build . --builder html --all -W -n --keep-going
+	$(BIN)/jupyter-book build . --toc $(TOC) --builder html --all -W -n --keep-going
 
 test: test-lib test-notebooks test-site
 
@@ -54,7 +56,7 @@ test-notebooks: $(STAMP)
 # installs them): every page offline, math, figures, widgets, the Q/K/V explorer.
 # Plain `pytest tests` skips tests/browser unless COURSE_SITE_TEST=1.
 test-site: book
-	COURSE_SITE_TEST=1 $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
+	COURSE_SITE_TEST=1 COURSE_SITE_TOC=$(TOC) $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
 execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \

@@ -214,7 +214,10 @@ const math = Array.from(document.querySelectorAll('.math'));
 return {
   total: math.length,
   untypeset: math.filter((m) => !m.querySelector('mjx-container')).map((m) => m.textContent.slice(0, 80)),
-  errors: Array.from(document.querySelectorAll('mjx-merror')).map((e) => e.textContent.slice(0, 80)),
+  errors: Array.from(document.querySelectorAll('mjx-merror')).map((e) => {
+    const item = Array.from(MathJax.startup.document.math).find((m) => m.start && m.start.node && e.closest('mjx-container') === m.typesetRoot);
+    return (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120) + (item ? ' in ' + item.math.slice(0, 160) : '');
+  }),
 };
 """
 
@@ -328,6 +331,24 @@ def expected_attention(q, k, v, scale: bool, causal: bool, temperature: float):
     return weights, output
 
 
+def stored_explorer_inputs(driver) -> list[dict]:
+    """The inputs of every Q/K/V explorer in the page's stored widget state."""
+    states = driver.execute_script(
+        "return Array.from(document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-state+json\"]'))"
+        ".map((s) => s.textContent);"
+    )
+    found = []
+    for text in states:
+        for model in json.loads(text)["state"].values():
+            state = model.get("state", {})
+            if "qkv-explorer" in str(state.get("_esm", "")) and {"q", "k", "v"} <= state.keys():
+                found.append({
+                    "Q": state["q"], "K": state["k"], "V": state["v"], "scale": state["scale"],
+                    "causal": state["causal"], "temperature": state["temperature"],
+                })
+    return found
+
+
 def read_explorer(root):
     def matrix(selector, attribute):
         cells = root.find_elements(By.CSS_SELECTOR, selector)
@@ -348,6 +369,7 @@ def read_explorer(root):
         "scale": control("scale").is_selected(),
         "causal": control("causal").is_selected(),
         "temperature": float(control("temperature").get_attribute("value")),
+        "scores": matrix('[data-output="scores"]', "data-value"),
         "weights": matrix('[data-output="weights"]', "data-value"),
         "output": matrix('[data-output="output"]', "data-value"),
     }
@@ -378,21 +400,25 @@ def test_attention_explorer_matches_lib(browser, base_url):
     WebDriverWait(browser, TIMEOUT).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".qkv-explorer [data-output]"))
     explorers = browser.find_elements(By.CSS_SELECTOR, ".qkv-explorer")
 
+    stored = stored_explorer_inputs(browser)
+    assert explorers and stored, f"{len(stored)} explorers stored, {len(explorers)} drawn"
+    starts = []
     for number, root in enumerate(explorers):
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", root)
         shown = check_against_lib(root, f"explorer {number}, as stored")
-        if number == 0:  # the chapter's first explorer starts from the course's example
-            assert shown["Q"] == [[1, 0], [0, 1], [1, 1]]
-            assert shown["K"] == [[1, 1], [0, 1], [1, 0]]
-            assert shown["V"] == [[0, 2], [1, 1], [2, 0]]
-        before = shown["weights"]
+        start = {key: shown[key] for key in ("Q", "K", "V", "scale", "causal", "temperature")}
+        assert start in stored, f"explorer {number} does not show a stored state: {start}"
+        starts.append(start)
+        before = (shown["scores"], shown["weights"])
 
-        # 1. Type a new value into Q[0][1], as a reader would.
-        entry = root.find_element(By.CSS_SELECTOR, 'input[data-matrix="Q"][data-row="0"][data-col="1"]')
-        type_into(browser, entry, "2.5")
-        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["Q"][0][1] == 2.5)
-        shown = check_against_lib(root, f"explorer {number}, Q[0][1] = 2.5")
-        assert shown["weights"] != before, "editing Q changed no weight"
+        # 1. Type a new value into Q[0][-1], as a reader would.
+        col = len(shown["Q"][0]) - 1
+        entry = root.find_element(By.CSS_SELECTOR, f'input[data-matrix="Q"][data-row="0"][data-col="{col}"]')
+        new_value = 2.5 if shown["Q"][0][col] != 2.5 else -1.5
+        type_into(browser, entry, str(new_value))
+        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["Q"][0][col] == new_value)
+        shown = check_against_lib(root, f"explorer {number}, Q[0][{col}] = {new_value}")
+        assert (shown["scores"], shown["weights"]) != before, "editing Q changed nothing shown"
 
         # 2. Toggle the √d_k scaling.
         scale = root.find_element(By.CSS_SELECTOR, 'input[data-control="scale"]')
@@ -411,8 +437,12 @@ def test_attention_explorer_matches_lib(browser, base_url):
             assert upper and all(w == 0 for w in upper), f"causal weights above the diagonal: {upper}"
 
         # 4. Change the temperature.
-        type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-control="temperature"]'), "0.5")
-        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["temperature"] == 0.5)
-        check_against_lib(root, f"explorer {number}, temperature=0.5")
+        temperature = 0.5 if shown["temperature"] != 0.5 else 2.0
+        type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-control="temperature"]'), str(temperature))
+        WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["temperature"] == temperature)
+        check_against_lib(root, f"explorer {number}, temperature={temperature}")
 
+    # The chapter's explorer starts from the course's example (lib/widgets.py's defaults).
+    course_example = {"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 1], [0, 1], [1, 0]], "V": [[0, 2], [1, 1], [2, 0]]}
+    assert any({k: s[k] for k in course_example} == course_example for s in starts), starts
     log.assert_clean(EXPLORER_PAGE)
