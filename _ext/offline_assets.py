@@ -70,13 +70,27 @@ MATHJAX2_SHIM = """
   document.addEventListener("DOMContentLoaded", shim);
 })();"""
 
-# (source inside node_modules/, destination inside _static/offline/)
+# MathJax: the one combined component the book loads (Sphinx's default,
+# tex-mml-chtml) and what it may fetch later (TeX extensions, CHTML fonts,
+# the menu, accessibility and speech); not the other combined bundles or SVG output.
+MATHJAX_ROOT_FILES = {"tex-mml-chtml.js", "core.js", "loader.js", "startup.js"}
+
+
+def _mathjax_skip(directory: str, names: list[str]) -> set[str]:
+    path = Path(directory)
+    if path.name == "es5":
+        return {n for n in names if n.endswith(".js") and n not in MATHJAX_ROOT_FILES}
+    if path.name == "output" and path.parent.name == "es5":
+        return {n for n in names if n.startswith("svg")}
+    return set()
+
+
+# (source inside node_modules/, destination inside _static/offline/, what to leave out)
 COPIES = [
-    ("mathjax/es5", "mathjax"),
-    ("requirejs/require.js", "require.js"),
-    ("@jupyter-widgets/html-manager/dist", "html-manager"),
+    ("mathjax/es5", "mathjax", _mathjax_skip),
+    ("requirejs/require.js", "require.js", None),
+    ("@jupyter-widgets/html-manager/dist", "html-manager", shutil.ignore_patterns("*.map", "embed.js", "embed.js.*")),
 ]
-SKIP = shutil.ignore_patterns("*.map", "embed.js", "embed.js.LICENSE.txt")
 
 
 def _node_modules(app: Sphinx) -> Path:
@@ -92,7 +106,7 @@ def check_node_modules(app: Sphinx) -> None:
     if app.builder.format != "html":
         return
     root = _node_modules(app)
-    missing = [src for src, _ in COPIES if not (root / src).exists()]
+    missing = [src for src, _, _ in COPIES if not (root / src).exists()]
     missing += [f"{p}/dist/index.js" for p in WIDGET_PACKAGES.values() if not (root / p / "dist/index.js").exists()]
     if missing:
         raise ExtensionError(
@@ -182,10 +196,10 @@ def copy_assets(app: Sphinx, exception: Exception | None) -> None:
         return
     root = _node_modules(app)
     out = Path(app.outdir) / "_static" / OUT
-    for src, dst in COPIES:
+    for src, dst, skip in COPIES:
         source, target = root / src, out / dst
         if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True, ignore=SKIP)
+            shutil.copytree(source, target, dirs_exist_ok=True, ignore=skip)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
