@@ -7,26 +7,30 @@ Three things would otherwise come from a CDN:
 * RequireJS and the Jupyter widget manager ``@jupyter-widgets/html-manager``
   (myst-nb's default ``nb_ipywidgets_js`` points at cdnjs and jsdelivr);
 * the front end of third-party widget modules -- here anywidget's -- which
-  the widget manager fetches from ``<data-jupyter-widgets-cdn>NAME@VERSION/dist/index.js``.
+  the widget manager asks RequireJS for by module name and, failing that,
+  fetches from ``<data-jupyter-widgets-cdn>NAME@VERSION/dist/index.js``.
 
 They are npm packages pinned in package.json / package-lock.json; ``npm ci``
 puts them in node_modules/ (not committed). This extension copies them into
 ``_build/html/_static/offline/`` when the HTML build finishes, and _config.yml
-points ``mathjax_path`` and ``nb_ipywidgets_js`` at those copies. The
-``data-jupyter-widgets-cdn`` attribute is written in _config.yml relative to
-the output root (``_static/offline/widgets/``); on each page this extension
-rewrites it relative to that page, because RequireJS resolves it against the
-page's own URL.
+points ``mathjax_path`` and ``nb_ipywidgets_js`` at those copies.
+
+On each page with widgets, a small script before the widget manager tells
+RequireJS where the local copies are (``paths``: ``anywidget`` ->
+``_static/offline/widgets/anywidget/index.js``; the manager's own module path,
+from which it finds its fonts), so the first lookup by name succeeds. The
+``data-jupyter-widgets-cdn`` attribute -- the fallback for a module with no
+local copy -- is set in _config.yml to a local folder too and made
+page-relative here, so even a missing module never leaves the site.
 
 sphinx-thebe's two scripts (which name unpkg) are dropped from the pages
 while no thebe launch button is configured.
 
 Each widget module named in a page's stored widget state must have a local
 copy, or the build warns (an error under ``-W``): the modules built into the
-html-manager (``@jupyter-widgets/base``, ``controls``, ``output``) need none,
-and ``anywidget`` is copied to ``widgets/anywidget@<version spec>/dist/index.js``
-for each version spec the notebooks stored, after checking that the npm
-package's version satisfies that spec.
+html-manager (``@jupyter-widgets/base``, ``controls``, ``output``) need none;
+for the others (anywidget), the npm package's version must satisfy the
+version spec the notebook stored.
 """
 
 from __future__ import annotations
@@ -178,15 +182,18 @@ def rewrite_page_scripts(app: Sphinx, pagename: str, templatename: str, context:
             attributes[CDN_ATTRIBUTE] = context["pathto"](cdn, 1)
             index = scripts.index(js)
             scripts[index] = type(js)(js.filename, priority=js.priority, **attributes)
-            # The widget manager's own fonts (FontAwesome, for widget icons) sit
-            # beside embed-amd.js, but it finds them from the URL RequireJS gives
-            # its module "@jupyter-widgets/html-manager/dist/libembed-amd", by
-            # default under the page's folder: map that module path to our copy.
+            # RequireJS paths, page-relative: third-party widget modules by name,
+            # and the manager's own module path. The manager finds its fonts
+            # (FontAwesome, for widget icons) from the URL RequireJS gives its
+            # module "@jupyter-widgets/html-manager/dist/libembed-amd", by
+            # default under the page's folder; map it to our copy.
             assets = context["pathto"](f"_static/{OUT}/html-manager", 1)
+            paths = {"@jupyter-widgets/html-manager/dist": assets}
+            for module in WIDGET_PACKAGES:
+                paths[module] = context["pathto"](f"_static/{OUT}/widgets/{module}/index", 1)
             body = (
                 f"window.__jupyter_widgets_assets_path__ = {json.dumps(assets + '/')}; "
-                f'window.requirejs.config({{paths: {{"@jupyter-widgets/html-manager/dist": {json.dumps(assets)}}}}});'
-                + MATHJAX2_SHIM
+                f"window.requirejs.config({{paths: {json.dumps(paths)}}});" + MATHJAX2_SHIM
             )
             scripts.insert(index, type(js)(None, priority=js.priority, body=body))
 
@@ -203,13 +210,17 @@ def copy_assets(app: Sphinx, exception: Exception | None) -> None:
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    for module, package in WIDGET_PACKAGES.items():
+        target = out / "widgets" / module / "index.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / package / "dist" / "index.js", target)
     for module, spec, pagename in sorted(app.offline_widget_modules):
         package = WIDGET_PACKAGES.get(module)
         if package is None:
             logger.warning(
-                f"{pagename}: widget module {module!r} ({spec}) has no local copy; the page would "
-                "fetch it from a CDN. Add its npm package to package.json and to WIDGET_PACKAGES in "
-                "_ext/offline_assets.py.",
+                f"{pagename}: widget module {module!r} ({spec}) has no local copy, so the page "
+                "cannot draw it offline. Add its npm package to package.json and to "
+                "WIDGET_PACKAGES in _ext/offline_assets.py.",
                 type="offline",
                 subtype="widget",
             )
@@ -222,10 +233,6 @@ def copy_assets(app: Sphinx, exception: Exception | None) -> None:
                 type="offline",
                 subtype="widget",
             )
-        # The widget manager asks for `<cdn>NAME@SPEC/dist/index.js`: give it exactly that path.
-        target = out / "widgets" / f"{module}@{spec}" / "dist" / "index.js"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / package / "dist" / "index.js", target)
 
 
 def setup(app: Sphinx) -> dict:

@@ -68,7 +68,9 @@ def test_widget_cdn_made_page_relative_and_modules_noted():
     assert manager.attributes["data-jupyter-widgets-cdn"] == "../_static/offline/widgets/"
     # A setup script right before the manager points RequireJS at its copy.
     setup = out[out.index(manager) - 1]
-    assert '"@jupyter-widgets/html-manager/dist": "../_static/offline/html-manager"' in setup.attributes["body"]
+    body = setup.attributes["body"]
+    assert '"@jupyter-widgets/html-manager/dist": "../_static/offline/html-manager"' in body
+    assert '"anywidget": "../_static/offline/widgets/anywidget/index"' in body
     assert app.offline_widget_modules == {("anywidget", "~0.11.*", "book/01_attention_math")}
 
 
