@@ -35,3 +35,158 @@ def noam_lambda(d_model: int, warmup_steps: int, factor: float = 1.0):
     require_positive_int("d_model", d_model)
     require_positive_int("warmup_steps", warmup_steps)
     return lambda step: noam_lr(step + 1, d_model, warmup_steps, factor)
+
+
+# ---------------------------------------------------------------------------
+# Added in chapter 7: the loss, the optimizer and the training loop.
+# ---------------------------------------------------------------------------
+
+import math  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import torch  # noqa: E402
+
+from lib._checks import require_float, require_probability, require_tensor, shape  # noqa: E402
+
+__all__ += ["label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit"]
+
+
+def label_smoothed_nll(
+    logits: torch.Tensor, target: torch.Tensor, eps: float = 0.1, ignore_index: int | None = None
+) -> torch.Tensor:
+    """Cross-entropy against the smoothed target distribution (paper, section 5.4).
+
+    With K classes the target of a token whose true class is y is
+
+        q(k) = (1 - eps) · [k = y] + eps / K,
+
+    and the loss is H(q, p) = -Σ_k q(k) log p(k), averaged over the tokens whose
+    target is not ``ignore_index``. With eps = 0 it is the ordinary negative
+    log-likelihood. This is what ``nn.CrossEntropyLoss(label_smoothing=eps,
+    ignore_index=...)`` computes (the uniform part also covers the ignored class).
+
+    logits (..., K) float, target (...) integer class ids.
+    """
+    require_float("logits", logits)
+    require_tensor("target", target)
+    eps = require_probability("eps", eps)
+    if target.is_floating_point() or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
+    if logits.shape[:-1] != target.shape:
+        raise ValueError(
+            f"logits (..., K) and target (...) must agree on the leading dimensions: "
+            f"logits is {shape(logits)}, target is {shape(target)}"
+        )
+    K = logits.shape[-1]
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target != ignore_index
+    safe_target = target.masked_fill(~keep, 0)
+    if keep.any() and (int(safe_target[keep].min()) < 0 or int(safe_target[keep].max()) >= K):
+        raise ValueError(f"target ids must lie in [0, {K}) (K = logits.shape[-1]) or equal ignore_index")
+    log_p = logits.log_softmax(dim=-1)  # (..., K)
+    nll = -log_p.gather(-1, safe_target.unsqueeze(-1)).squeeze(-1)  # (...)  -log p(y)
+    uniform = -log_p.mean(dim=-1)  # (...)  -(1/K) Σ_k log p(k)
+    per_token = (1.0 - eps) * nll + eps * uniform
+    n = keep.sum()
+    if n == 0:
+        raise ValueError("every target equals ignore_index: there is nothing to average")
+    return (per_token * keep).sum() / n
+
+
+def noam_optimizer(
+    model: torch.nn.Module, d_model: int, warmup_steps: int, factor: float = 1.0
+) -> tuple[torch.optim.Adam, torch.optim.lr_scheduler.LambdaLR]:
+    """The paper's optimizer (section 5.3): Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9,
+    its learning rate driven by `noam_lr` through a ``LambdaLR`` (base lr 1.0).
+
+    Call ``scheduler.step()`` after each ``optimizer.step()``.
+    """
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, noam_lambda(d_model, warmup_steps, factor))
+    return optimizer, scheduler
+
+
+def train_step(
+    model, batch, optimizer, scheduler=None, label_smoothing: float = 0.1, pad_id: int = 0, clip_norm: float | None = None
+) -> float:
+    """One step of teacher forcing on a `lib.data.Batch`; returns the loss.
+
+    The model reads ``batch.tgt_in`` (BOS + target) and is scored on
+    ``batch.tgt_out`` (target + EOS), PAD positions excluded. With
+    ``clip_norm`` the gradient's global norm is capped before the update
+    (not in the paper; it tames the occasional loss spike of a small model).
+    """
+    model.train()
+    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, m, V)
+    loss = label_smoothed_nll(logits, batch.tgt_out, label_smoothing, ignore_index=pad_id)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.item()
+
+
+@dataclass
+class FitResult:
+    """What `fit` did: per-step ``losses`` and ``lrs``, the ``evals`` as (step, value)
+    pairs, the ``steps`` run, the step at which ``target`` was first reached
+    (None if never) and the wall-clock ``seconds`` (training and evaluation)."""
+
+    losses: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+    evals: list[tuple[int, float]] = field(default_factory=list)
+    steps: int = 0
+    reached_at: int | None = None
+    seconds: float = 0.0
+
+
+def fit(
+    model: torch.nn.Module,
+    next_batch: Callable[[int], object],
+    steps: int,
+    optimizer: torch.optim.Optimizer,
+    scheduler=None,
+    label_smoothing: float = 0.1,
+    pad_id: int = 0,
+    evaluate: Callable[[], float] | None = None,
+    eval_every: int = 0,
+    target: float | None = None,
+    log_every: int = 0,
+    clip_norm: float | None = None,
+) -> FitResult:
+    """Train for at most ``steps`` steps; the course's one training loop (chapter 7).
+
+    ``next_batch(step)`` returns the batch for step 1, 2, ...; every
+    ``eval_every`` steps (and after the last) ``evaluate()`` is called, and
+    training stops early once it returns at least ``target``. With
+    ``log_every`` a line of progress is printed.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if target is not None and evaluate is None:
+        raise ValueError("a target needs an evaluate() function to compare against")
+    result = FitResult()
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        result.lrs.append(optimizer.param_groups[0]["lr"])
+        loss = train_step(model, next_batch(step), optimizer, scheduler, label_smoothing, pad_id, clip_norm)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"the loss became {loss} at step {step}")
+        result.losses.append(loss)
+        result.steps = step
+        if log_every and step % log_every == 0:
+            print(f"step {step:5d}  loss {loss:.4f}  lr {result.lrs[-1]:.2e}")
+        if evaluate is not None and ((eval_every and step % eval_every == 0) or step == steps):
+            value = float(evaluate())
+            result.evals.append((step, value))
+            if log_every:
+                print(f"step {step:5d}  eval {value:.4f}")
+            if target is not None and value >= target:
+                result.reached_at = step
+                break
+    result.seconds = time.perf_counter() - start
+    return result

@@ -1,0 +1,103 @@
+"""Counting the cost of a sequence layer: multiply-adds, sequential steps, path lengths.
+
+Introduced in chapter 8 (why self-attention), which measures the paper's
+Table 1 on three layers that all map n vectors of width d to n vectors of width d:
+
+    self-attention  `lib.MultiHeadAttention(d, h)`
+    recurrent       ``nn.GRU(d, d)``
+    convolutional   ``nn.Conv1d(d, d, k)``
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lib._checks import require_positive_int, require_tensor
+
+__all__ = ["layer_macs", "graph_depth", "conv_stack", "depends_on"]
+
+
+def layer_macs(kind: str, n: int, d: int, k: int = 3, with_projections: bool = True) -> int:
+    """Multiply-adds of one layer's forward pass on one sequence of n vectors of width d.
+
+    "attention": Q Kᵀ and weights × V cost n²·d each; the four projections
+                 W^Q, W^K, W^V, W^O cost n·d² each (the paper's Table 1 keeps
+                 only the n²·d term: pass ``with_projections=False``).
+    "gru":       three gates, each with an input and a hidden d × d matrix: 6·n·d².
+    "conv":      a kernel of width k, each tap a d × d matrix: k·n·d².
+    Biases and nonlinearities (O(n·d)) are left out, as a FLOP counter does.
+    """
+    require_positive_int("n", n)
+    require_positive_int("d", d)
+    require_positive_int("k", k)
+    if kind == "attention":
+        return 2 * n * n * d + (4 * n * d * d if with_projections else 0)
+    if kind == "gru":
+        return 6 * n * d * d
+    if kind == "conv":
+        return k * n * d * d
+    raise ValueError(f"kind must be 'attention', 'gru' or 'conv', got {kind!r}")
+
+
+def graph_depth(output: torch.Tensor) -> int:
+    """Length of the longest chain of operations in the autograd graph behind ``output``.
+
+    Every node is one recorded operation; operations on one chain must run one
+    after the other, so this counts the sequential steps of the computation
+    (the paper's "sequential operations", up to a constant per step).
+    Leaves (inputs and parameters) count 0. Iterative, so deep graphs are fine.
+    """
+    require_tensor("output", output)
+    if output.grad_fn is None:
+        raise ValueError("output has no autograd graph: compute it from a tensor with requires_grad=True")
+    depth: dict = {}
+    stack = [(output.grad_fn, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if node in depth:
+            continue
+        children = [c for c, _ in node.next_functions if c is not None]
+        if children_done:
+            depth[node] = 1 + max((depth[c] for c in children), default=0)
+        else:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c not in depth)
+    return depth[output.grad_fn]
+
+
+def conv_stack(d: int, n_layers: int, k: int = 3, dilated: bool = False) -> nn.Sequential:
+    """``n_layers`` causal ``Conv1d(d, d, k)``, each followed by a tanh; input and output (B, d, n).
+
+    Causal: output position t sees inputs t - (k-1)·dilation, ..., t (the left
+    side is zero-padded, so the length stays n). With contiguous kernels
+    (dilation 1) L layers see 1 + L·(k - 1) positions; with ``dilated=True``
+    layer l has dilation k**l (as in WaveNet and ByteNet) and L layers see
+    k**L positions, so covering n positions takes ceil(log_k n) layers.
+    A tanh, not a ReLU, between layers: its slope is never exactly zero, so a
+    gradient test of "does output t depend on input s" has no false negatives.
+    """
+    require_positive_int("d", d)
+    require_positive_int("n_layers", n_layers)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError(f"k must be an int kernel width >= 2, got {k!r}")
+    layers: list[nn.Module] = []
+    for layer in range(n_layers):
+        dilation = k**layer if dilated else 1
+        layers += [nn.ConstantPad1d(((k - 1) * dilation, 0), 0.0), nn.Conv1d(d, d, k, dilation=dilation), nn.Tanh()]
+    return nn.Sequential(*layers)
+
+
+def depends_on(f, x: torch.Tensor, out_pos: int, in_pos: int) -> bool:
+    """Does output position ``out_pos`` of ``f(x)`` depend on input position ``in_pos``?
+
+    x is (B, n, d); f maps it to (B, n, d). The answer is read off the
+    gradient ∂ f(x)[:, out_pos] / ∂ x[:, in_pos]: exactly zero means no path.
+    """
+    require_tensor("x", x)
+    if x.dim() != 3:
+        raise ValueError(f"x must be (B, n, d), got shape {tuple(x.shape)}")
+    x = x.detach().requires_grad_(True)
+    y = f(x)
+    (grad,) = torch.autograd.grad(y[:, out_pos].sum(), x, allow_unused=True)
+    return grad is not None and bool(grad[:, in_pos].abs().sum() > 0)

@@ -1,0 +1,111 @@
+"""Tests for lib/data.py: the date task, its vocabulary, split and batches."""
+
+import datetime
+import random
+
+import pytest
+import torch
+
+from lib.data import DATE_VOCAB, MONTHS, CharVocab, format_source, format_target, make_batch, make_date_split, sample_pairs
+
+
+def test_formats_by_hand():
+    d = datetime.date(2019, 3, 7)
+    assert format_source(d) == "2019-03-07"
+    assert format_source(d, zero_pad=False) == "2019-3-7"
+    assert format_target(d) == "March 7, 2019"
+    assert format_target(datetime.date(1950, 12, 31)) == "December 31, 1950"
+
+
+def test_target_parses_back_to_the_source_date():
+    # An independent reading of the target with datetime's own parser.
+    for d in make_date_split(50, seed=3).held_out:
+        assert datetime.datetime.strptime(format_target(d), "%B %d, %Y").date() == d
+        assert datetime.date.fromisoformat(format_source(d)) == d
+
+
+def test_vocab_special_ids_and_round_trip():
+    v = DATE_VOCAB
+    assert (v.pad_id, v.bos_id, v.eos_id) == (0, 1, 2)
+    assert v.itos[:3] == ["<pad>", "<bos>", "<eos>"]
+    text = "September 30, 2001"
+    ids = v.encode(text, bos=True, eos=True)
+    assert ids[0] == 1 and ids[-1] == 2 and len(ids) == len(text) + 2
+    assert v.decode(ids) == text
+    assert v.decode(ids + [0, 0]) == text
+    assert v.decode([5, 2, 5]) == v.itos[5]  # stops at EOS
+    # every month name and digit is encodable
+    for m in MONTHS:
+        v.encode(m)
+    v.encode("0123456789-, ")
+
+
+def test_unknown_character_is_a_clear_error():
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        DATE_VOCAB.encode("2019/03/07")
+    with pytest.raises(ValueError, match="id 99"):
+        DATE_VOCAB.decode([99])
+    with pytest.raises(TypeError):
+        DATE_VOCAB.encode(2019)
+    with pytest.raises(ValueError, match="distinct"):
+        CharVocab("aab")
+
+
+def test_split_is_disjoint_and_covers_every_date():
+    split = make_date_split(500, first_year=2000, last_year=2003, seed=1)
+    n_days = (datetime.date(2003, 12, 31) - datetime.date(2000, 1, 1)).days + 1
+    assert n_days == 366 + 365 + 365 + 365
+    assert len(split.held_out) == 500 and len(split.train) == n_days - 500
+    assert not set(split.train) & set(split.held_out)
+    assert len(set(split.train) | set(split.held_out)) == n_days
+    # seeded: the same seed gives the same split, another seed another one
+    assert make_date_split(500, 2000, 2003, seed=1) == split
+    assert make_date_split(500, 2000, 2003, seed=2).held_out != split.held_out
+
+
+def test_split_bad_arguments():
+    with pytest.raises(ValueError):
+        make_date_split(0)
+    with pytest.raises(ValueError):
+        make_date_split(10**6)
+    with pytest.raises(ValueError):
+        make_date_split(10, first_year=2010, last_year=2000)
+
+
+def test_held_out_pairs_never_come_from_training_dates():
+    split = make_date_split(300, seed=0)
+    train_targets = {format_target(d) for d in split.train}
+    held = sample_pairs(split.held_out, 500, random.Random(0))
+    assert not {t for _, t in held} & train_targets
+
+
+def test_batch_shapes_values_and_masks():
+    pairs = [("2019-3-7", "March 7, 2019"), ("2001-12-25", "December 25, 2001")]
+    b = make_batch(pairs, DATE_VOCAB)
+    assert b.src.shape == (2, 10) and b.tgt_in.shape == (2, 18) and b.tgt_out.shape == (2, 18)
+    assert b.src_mask.shape == (2, 1, 1, 10) and b.tgt_mask.shape == (2, 1, 18, 18)
+    assert b.src_mask.dtype == torch.bool and b.tgt_mask.dtype == torch.bool
+    # first row: 8 source characters then 2 PAD; 13 target characters + BOS/EOS, then 4 PAD
+    assert b.src_mask[0, 0, 0].tolist() == [True] * 8 + [False] * 2
+    assert b.src[0, 8:].tolist() == [0, 0]
+    assert b.tgt_in[0, 0] == 1 and b.tgt_out[0, 13] == 2 and b.tgt_out[0, 14:].tolist() == [0] * 4
+    assert torch.equal(b.tgt_in[:, 1:14], b.tgt_out[:, :13])  # shifted by one
+    assert b.n_tokens == 14 + 18
+    # target mask: j <= i and key j is not PAD, written out element by element
+    for r in range(2):
+        for i in range(18):
+            for j in range(18):
+                expected = j <= i and int(b.tgt_in[r, j]) != 0
+                assert bool(b.tgt_mask[r, 0, i, j]) == expected
+    assert DATE_VOCAB.decode(b.tgt_out[1]) == "December 25, 2001"
+
+
+def test_batch_bad_input():
+    with pytest.raises(ValueError, match="at least one"):
+        make_batch([], DATE_VOCAB)
+    with pytest.raises(ValueError, match="two non-empty strings"):
+        make_batch([("2019-03-07", "")], DATE_VOCAB)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        make_batch([("2019_03_07", "March 7, 2019")], DATE_VOCAB)
+    with pytest.raises(TypeError):
+        make_batch([("a", "b")], {"a": 1})
