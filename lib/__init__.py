@@ -1,7 +1,9 @@
 """`lib`: the small PyTorch Transformer that every chapter of the course imports.
 
 Batch-first tensors throughout; masks are bool with True = "may attend".
-Each module's docstring names the chapter that introduces it.
+Each module's docstring names the chapter that introduces it. The widgets
+(`lib.widgets`, `lib.widgets_heads`, ...) are imported from their modules, so
+that `import lib` does not load ipywidgets or anywidget.
 """
 
 from lib.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
@@ -14,6 +16,8 @@ from lib.layers import (
 )
 from lib.model import DecoderLayer, EncoderLayer, Transformer, TransformerConfig
 from lib.training import noam_lambda, noam_lr
+from lib.rnn_attention import additive_score, multiplicative_score
+from lib.exercises import check_attention, check_attention_weights
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -31,4 +35,8 @@ __all__ = [
     "TransformerConfig",
     "noam_lr",
     "noam_lambda",
+    "additive_score",
+    "multiplicative_score",
+    "check_attention",
+    "check_attention_weights",
 ]

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_float(name, t)
         if t.dim() < 2:
@@ -74,7 +74,7 @@ def scaled_dot_product_attention(
     subtracts each row's maximum, so huge scores do not overflow.
     Dropout (as in the paper, on the weights) is applied when ``dropout_p > 0``.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     dropout_p = require_probability("dropout_p", dropout_p)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from lib._checks import shape
-from lib.attention import _check_qkv, scaled_dot_product_attention
+from lib.attention import check_qkv, scaled_dot_product_attention
 
 __all__ = ["AttentionSteps", "attention_steps", "CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
 
@@ -54,7 +54,7 @@ def attention_steps(q, k, v) -> AttentionSteps:
     or nested lists.
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     scores = q @ k.T  # (m, n)
     scaled = scores / math.sqrt(k.shape[1])  # (m, n)
     exp = torch.exp(scaled - scaled.max(dim=1, keepdim=True).values)  # shift: same softmax, no overflow
@@ -107,7 +107,7 @@ def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None) -> CheckResu
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
     answer = _as_matrix("answer", answer)
-    _check_qkv(q, k, v)  # q and k share d_k, k and v share n
+    check_qkv(q, k, v)  # q and k share d_k, k and v share n
     if not atol > 0:
         raise ValueError(f"atol must be positive, got {atol}")
     if answer.shape != (q.shape[0], v.shape[1]):
@@ -124,7 +124,7 @@ def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None) -> Chec
     """Check hand-computed weights softmax(q kᵀ / √d_k), shape (m, n), like `check_attention`."""
     q, k = _as_matrix("q", q), _as_matrix("k", k)
     answer = _as_matrix("answer", answer)
-    _check_qkv(q, k, k)
+    check_qkv(q, k, k)
     if not atol > 0:
         raise ValueError(f"atol must be positive, got {atol}")
     if answer.shape != (q.shape[0], k.shape[0]):
