@@ -2,8 +2,8 @@
 
 Introduced in chapter 5 (positional encoding).
 
-``PositionExplorer`` holds three ipywidgets controls, a figure and the numbers
-it shows, so a notebook (or a test) can drive it from Python:
+``PositionExplorer`` holds three ipywidgets controls, a figure (``.image``, a
+PNG redrawn on every change) and the numbers it shows, so a notebook (or a test) can drive it from Python:
 
     ex = PositionExplorer(d_model=64)
     ex.pos_a.value, ex.pos_b.value = 3, 10    # two positions
@@ -16,10 +16,11 @@ Every change of a control recomputes ``.values_a``, ``.values_b``, ``.dot``,
 
 from __future__ import annotations
 
+import io
 import math
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 import torch
 
 from lib._checks import require_positive_int
@@ -57,10 +58,10 @@ class PositionExplorer:
         self.pos_b = widgets.IntSlider(value=pos_b, min=0, max=max_pos - 1, description="position b")
         self.dims = widgets.IntRangeSlider(value=(lo, hi), min=0, max=d_model - 1, description="dimensions")
         self.readout = widgets.HTML()
-        self.output = widgets.Output()
+        self.image = widgets.Image(format="png")
         for control in (self.pos_a, self.pos_b, self.dims):
             control.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([widgets.HBox([self.pos_a, self.pos_b, self.dims]), self.readout, self.output])
+        self.widget = widgets.VBox([widgets.HBox([self.pos_a, self.pos_b, self.dims]), self.readout, self.image])
         self.update()
 
     def _on_change(self, change) -> None:
@@ -85,27 +86,30 @@ class PositionExplorer:
             self._redraw(a, b, lo, hi)
 
     def _redraw(self, a: int, b: int, lo: int, hi: int) -> None:
-        self.output.clear_output(wait=True)
-        with self.output:
-            fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [2, 1]})
-            positions = torch.arange(self.max_pos)
-            for d in range(lo, min(hi, lo + self.max_curves - 1) + 1):
-                kind = "sin" if d % 2 == 0 else "cos"
-                left.plot(positions, self.pe[:, d], label=f"dim {d} ({kind}, λ={2 * math.pi * 10000 ** ((d - d % 2) / self.d_model):.1f})")
-            for p, style in ((a, "-"), (b, "--")):
-                left.axvline(p, color="k", linestyle=style, linewidth=1)
-            left.set_xlabel("position")
-            left.set_ylabel("PE value")
-            left.legend(fontsize=7, loc="upper right")
-            idx = torch.arange(lo, hi + 1)
-            right.bar(idx - 0.2, self.values_a, width=0.4, label=f"pos {a}")
-            right.bar(idx + 0.2, self.values_b, width=0.4, label=f"pos {b}")
-            right.set_xlabel("dimension")
-            right.set_title(f"cosine = {self.cosine:.3f}", fontsize=10)
-            right.legend(fontsize=7)
-            fig.tight_layout()
-            plt.show()
-        plt.close(fig)
+        # The figure is rendered to PNG bytes and shown in an `ipywidgets.Image`:
+        # a plain value update, with no captured output to replay or clear.
+        fig = Figure(figsize=(11, 3.4))
+        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+        positions = torch.arange(self.max_pos)
+        for d in range(lo, min(hi, lo + self.max_curves - 1) + 1):
+            kind = "sin" if d % 2 == 0 else "cos"
+            wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / self.d_model)
+            left.plot(positions, self.pe[:, d], label=f"dim {d} ({kind}, wavelength {wavelength:.1f})")
+        for p, style in ((a, "-"), (b, "--")):
+            left.axvline(p, color="k", linestyle=style, linewidth=1)
+        left.set_xlabel("position")
+        left.set_ylabel("PE value")
+        left.legend(fontsize=7, loc="upper right")
+        idx = torch.arange(lo, hi + 1)
+        right.bar(idx - 0.2, self.values_a, width=0.4, label=f"pos {a}")
+        right.bar(idx + 0.2, self.values_b, width=0.4, label=f"pos {b}")
+        right.set_xlabel("dimension")
+        right.set_title(f"cosine = {self.cosine:.3f}", fontsize=10)
+        right.legend(fontsize=7)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80)
+        self.image.value = buffer.getvalue()
 
     def _ipython_display_(self):
         from IPython.display import display

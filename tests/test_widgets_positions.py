@@ -64,7 +64,10 @@ def test_setting_controls_updates_numbers(a, b, dims):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_same_position_has_cosine_one_and_redraw_runs():
     ex = PositionExplorer(d_model=16, max_pos=30, draw=True)
+    first_png = ex.image.value
     ex.pos_b.value = ex.pos_a.value
+    png = bytes(ex.image.value)
+    assert png.startswith(b"\x89PNG") and png != bytes(first_png)  # redrawn
     assert ex.cosine == pytest.approx(1.0, abs=1e-12)
     assert ex.dot == pytest.approx(sum(pe(5, d, 16) ** 2 for d in range(0, 6)), abs=1e-6)
     assert ex.dot == pytest.approx(3.0, abs=1e-6)  # three sin²+cos² pairs
