@@ -18,6 +18,8 @@ from lib.model import DecoderLayer, EncoderLayer, Transformer, TransformerConfig
 from lib.training import noam_lambda, noam_lr
 from lib.rnn_attention import additive_score, multiplicative_score
 from lib.exercises import check_attention, check_attention_weights
+from lib.reference import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
+from lib.families import DecoderOnlyModel, EncoderOnlyModel
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -39,4 +41,9 @@ __all__ = [
     "multiplicative_score",
     "check_attention",
     "check_attention_weights",
+    "copy_mha_to_torch",
+    "copy_encoder_layer_to_torch",
+    "copy_decoder_layer_to_torch",
+    "EncoderOnlyModel",
+    "DecoderOnlyModel",
 ]
