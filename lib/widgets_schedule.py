@@ -10,8 +10,9 @@ cell or a test can move a slider and check what was drawn without a browser.
 
 from __future__ import annotations
 
+import io
+
 import ipywidgets as widgets
-from IPython.display import display
 from matplotlib.figure import Figure
 
 from lib._checks import require_positive_int
@@ -39,8 +40,11 @@ class ScheduleExplorer:
             value=warmup_steps, min=100, max=min(16000, total_steps), step=100, description="warmup_steps", style=style
         )
         self.factor = widgets.FloatSlider(value=factor, min=0.1, max=4.0, step=0.1, description="factor", style=style)
-        self.output = widgets.Output()
-        self.widget = widgets.VBox([self.d_model, self.warmup, self.factor, self.output])
+        # The plot is a PNG inside an Image widget: redrawing only changes the widget's
+        # state, so it also works without a live kernel (the static book) and sends no
+        # display messages that would land in the output of the cell that moved a slider.
+        self.image = widgets.Image(format="png")
+        self.widget = widgets.VBox([self.d_model, self.warmup, self.factor, self.image])
         self.steps: list[int] = []
         self.curve: list[float] = []
         self.peak_step = 0
@@ -68,6 +72,6 @@ class ScheduleExplorer:
         ax.set(xlabel="step", ylabel="learning rate",
                title=f"d_model={d}, warmup={w}, factor={f:.1f}: peak {self.peak_lr:.2e} at step {self.peak_step}")
         fig.tight_layout()
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80)
+        self.image.value = buffer.getvalue()

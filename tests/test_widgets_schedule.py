@@ -40,3 +40,11 @@ def test_widget_holds_the_three_sliders():
 def test_bad_total_steps():
     with pytest.raises(ValueError):
         ScheduleExplorer(total_steps=0)
+
+
+def test_the_plot_is_a_png_that_changes_with_the_sliders():
+    ex = ScheduleExplorer(total_steps=2000)
+    before = ex.image.value
+    assert before[:8] == b"\x89PNG\r\n\x1a\n"
+    ex.d_model.value = 128
+    assert ex.image.value != before and ex.image.value[:4] == b"\x89PNG"
