@@ -15,7 +15,9 @@ from lib.layers import (
     sinusoidal_positional_encoding,
 )
 from lib.model import DecoderLayer, EncoderLayer, Transformer, TransformerConfig
-from lib.training import noam_lambda, noam_lr
+from lib.training import fit, label_smoothed_nll, noam_lambda, noam_lr, noam_optimizer
+from lib.data import CharVocab, make_batch, make_date_split
+from lib.decoding import beam_search, greedy_decode
 from lib.rnn_attention import additive_score, multiplicative_score
 from lib.exercises import check_attention, check_attention_weights
 from lib.reference import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
@@ -37,6 +39,14 @@ __all__ = [
     "TransformerConfig",
     "noam_lr",
     "noam_lambda",
+    "noam_optimizer",
+    "label_smoothed_nll",
+    "fit",
+    "CharVocab",
+    "make_batch",
+    "make_date_split",
+    "greedy_decode",
+    "beam_search",
     "additive_score",
     "multiplicative_score",
     "check_attention",

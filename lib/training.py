@@ -1,13 +1,20 @@
-"""Training helpers: the paper's learning-rate schedule.
+"""Training helpers: the paper's learning-rate schedule, label smoothing and the training loop.
 
 Introduced in chapter 7 (training).
 """
 
 from __future__ import annotations
 
-from lib._checks import require_positive_int
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
-__all__ = ["noam_lr", "noam_lambda"]
+import torch
+
+from lib._checks import require_float, require_positive_int, require_probability, require_tensor, shape
+
+__all__ = ["noam_lr", "noam_lambda", "label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit"]
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
@@ -38,19 +45,8 @@ def noam_lambda(d_model: int, warmup_steps: int, factor: float = 1.0):
 
 
 # ---------------------------------------------------------------------------
-# Added in chapter 7: the loss, the optimizer and the training loop.
+# The loss, the optimizer and the training loop.
 # ---------------------------------------------------------------------------
-
-import math  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from typing import Callable  # noqa: E402
-
-import torch  # noqa: E402
-
-from lib._checks import require_float, require_probability, require_tensor, shape  # noqa: E402
-
-__all__ += ["label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit"]
 
 
 def label_smoothed_nll(
