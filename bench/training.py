@@ -1,4 +1,4 @@
-"""Benchmark: steps and seconds to reach chapter 7's accuracy target, lib.Transformer vs nn.Transformer.
+"""Benchmark: steps and seconds to reach chapter 8's accuracy target, lib.Transformer vs nn.Transformer.
 
 Both models get the same sizes, hyper-parameters, data stream, loss, optimizer,
 schedule and training loop (`lib.training.fit`). Only the encoder/decoder stack
@@ -27,7 +27,7 @@ from lib.data import DATE_VOCAB, make_batch, make_date_split, sample_pairs
 from lib.decoding import exact_match
 from lib.training import fit, noam_optimizer
 
-# Chapter 7's model and training settings.
+# Chapter 8's model and training settings.
 CONFIG = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256, dropout=0.1, max_len=64)
 BATCH, WARMUP, FACTOR, SMOOTHING, CLIP = 128, 200, 0.5, 0.1, 1.0
 
@@ -113,7 +113,7 @@ def run(kind: str, args, split, test) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1, help="runs per model (interleaved)")
-    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (chapter 7 uses 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (chapter 8 uses 1)")
     parser.add_argument("--target", type=float, default=0.99, help="held-out exact match to reach")
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--max-steps", type=int, default=1500)
@@ -121,7 +121,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     split = make_date_split(n_held_out=1500, first_year=1950, last_year=2049, seed=0)
-    test = sample_pairs(split.held_out[500:], 1000, random.Random(2))  # chapter 7's test pairs
+    test = sample_pairs(split.held_out[500:], 1000, random.Random(2))  # chapter 8's test pairs
     results = []
     for r in range(args.repeats):
         for kind in (("lib", "torch") if r % 2 == 0 else ("torch", "lib")):

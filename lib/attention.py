@@ -1,6 +1,6 @@
 """Scaled dot-product attention, masks and multi-head attention.
 
-Introduced in chapter 1 (attention math) and chapter 3 (multi-head attention).
+Introduced in chapter 2 (attention math) and chapter 4 (multi-head attention).
 
 Shape notation, used in every comment of `lib`:
     B batch, h heads, m queries, n keys, d_model model width,

@@ -1,6 +1,6 @@
 """Counting the cost of a sequence layer: multiply-adds, sequential steps, path lengths.
 
-Introduced in chapter 8 (why self-attention), which measures the paper's
+Introduced in chapter 9 (why self-attention), which measures the paper's
 Table 1 on three layers that all map n vectors of width d to n vectors of width d:
 
     self-attention  `lib.MultiHeadAttention(d, h)`

@@ -1,6 +1,6 @@
 """A toy translation task generated in code: rewriting dates.
 
-Introduced in chapter 7 (training).
+Introduced in chapter 8 (training).
 
 The source is an ISO date, with or without its leading zeros, and the target
 the same date written out in English:

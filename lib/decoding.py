@@ -1,6 +1,6 @@
 """Turning a trained encoder-decoder into output sequences: greedy decoding and beam search.
 
-Introduced in chapter 7 (training).
+Introduced in chapter 8 (training).
 
 Both functions work with any model that has the two halves of `lib.Transformer`:
 

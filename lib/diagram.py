@@ -1,6 +1,6 @@
 """Draw a `lib.Transformer` from its own module tree.
 
-Introduced in chapter 6 (the encoder, the decoder and the model families).
+Introduced in chapter 7 (the encoder, the decoder and the model families).
 
 Nothing here is a picture copied from the paper: the boxes are the model's
 ``named_children()``, their order is the order in which a forward pass calls

@@ -1,6 +1,6 @@
 """Checking hand computations: exercise checkers and text-vs-exact tables.
 
-Introduced in chapter 2 (worked examples). A reader works an attention example
+Introduced in chapter 3 (worked examples). A reader works an attention example
 by hand, types the answer in, and `check_attention` says whether it is right
 and, if not, which entry is off. `compare_table` prints a hand-rounded result
 next to the exact one, so the size of every rounding error is visible.
@@ -48,7 +48,7 @@ class AttentionSteps:
 def attention_steps(q, k, v) -> AttentionSteps:
     """softmax(Q Kᵀ / √d_k) V in four separate steps, in float64, keeping each one.
 
-    Chapter 2 prints these next to a text's hand-rounded numbers. The steps
+    Chapter 3 prints these next to a text's hand-rounded numbers. The steps
     are written out here independently of `scaled_dot_product_attention`, so
     the two can check each other. q (m, d_k), k (n, d_k), v (n, d_v): tensors
     or nested lists.

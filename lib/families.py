@@ -1,6 +1,6 @@
 """Encoder-only (BERT-like) and decoder-only (GPT-like) models from `lib`'s blocks.
 
-Introduced in chapter 6 (the encoder, the decoder and the model families).
+Introduced in chapter 7 (the encoder, the decoder and the model families).
 
 The third family, encoder-decoder (the paper's model, BART, T5), is `lib.Transformer`.
 Both classes here are one stack of `EncoderLayer`s over token embeddings + positions;

@@ -1,6 +1,6 @@
 """The position-wise feed-forward network, embeddings and positional encodings.
 
-Introduced in chapter 4 (feed-forward) and chapter 5 (positional encoding).
+Introduced in chapter 5 (feed-forward) and chapter 6 (positional encoding).
 """
 
 from __future__ import annotations

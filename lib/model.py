@@ -1,6 +1,6 @@
 """Encoder and decoder layers and the full encoder-decoder Transformer.
 
-Introduced in chapter 6 (the encoder, the decoder and the model families).
+Introduced in chapter 7 (the encoder, the decoder and the model families).
 
 Each sub-layer (attention or feed-forward) is wrapped in a residual
 connection and a LayerNorm, in one of two orders:

@@ -1,6 +1,6 @@
 """Copy `lib` weights into PyTorch's own Transformer modules, to check one against the other.
 
-Introduced in chapter 6 (the encoder, the decoder and the model families).
+Introduced in chapter 7 (the encoder, the decoder and the model families).
 
 PyTorch's ``nn.MultiheadAttention`` packs the three input projections into
 one ``in_proj_weight`` of shape (3 d_model, d_model), rows ordered [W_q; W_k; W_v]

@@ -1,6 +1,6 @@
 """Attention before the Transformer: RNN encoder–decoders and their score functions.
 
-Introduced in chapter 0 (from RNNs to attention).
+Introduced in chapter 1 (from RNNs to attention).
 
 An RNN encoder reads the source x_1..x_n one step at a time and leaves a
 state h_j after each step. Sutskever et al. (2014) hand the decoder only the
@@ -58,7 +58,7 @@ def additive_score(
     v: torch.Tensor,
     b: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Bahdanau's additive score e_j = vᵀ tanh(W_s s + W_h h_j + b), chapter 0.
+    """Bahdanau's additive score e_j = vᵀ tanh(W_s s + W_h h_j + b), chapter 1.
 
     s: (..., d_s) a decoder state (in Bahdanau's model the *previous* one,
     s_{i-1}); h: (..., n, d_h) the encoder states; w_s: (d_a, d_s);
@@ -87,7 +87,7 @@ def additive_score(
 
 
 def multiplicative_score(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | None = None) -> torch.Tensor:
-    """Luong's multiplicative score, chapter 0: e_j = sᵀ W h_j ("general"), or sᵀ h_j ("dot") when w is None.
+    """Luong's multiplicative score, chapter 1: e_j = sᵀ W h_j ("general"), or sᵀ h_j ("dot") when w is None.
 
     s: (..., d_s) a decoder state (in Luong's model the *current* one, s_t);
     h: (..., n, d_h) the encoder states; w: (d_s, d_h). Returns (..., n).
@@ -112,7 +112,7 @@ def _check_bilinear(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | None) ->
 
 
 def attend(scores: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Turn scores (..., n) into weights and a context, chapter 0.
+    """Turn scores (..., n) into weights and a context, chapter 1.
 
     weights = softmax(scores) over the n source positions; context =
     Σ_j weights_j h_j, shape (..., d_h). Returns ``(context, weights)``.
@@ -127,7 +127,7 @@ def attend(scores: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 
 def run_encoder(cell: nn.RNNCellBase, x: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
-    """Run an RNN cell over x (B, n, d_x), one step per position, chapter 0.
+    """Run an RNN cell over x (B, n, d_x), one step per position, chapter 1.
 
     Returns every state, (B, n, d_h); the last one, ``states[:, -1]``, is the
     Sutskever context vector. The Python loop is the point: step j cannot
@@ -147,7 +147,7 @@ def run_encoder(cell: nn.RNNCellBase, x: torch.Tensor, h0: torch.Tensor | None =
 def bahdanau_step(
     cell: nn.RNNCellBase, y_prev: torch.Tensor, s_prev: torch.Tensor, h: torch.Tensor, score: ScoreFn
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One decoder step of Bahdanau et al. (2014), chapter 0: attend *before* the RNN step.
+    """One decoder step of Bahdanau et al. (2014), chapter 1: attend *before* the RNN step.
 
     1. Score every encoder state against the previous decoder state s_{i-1}.
     2. The context c_i is the weighted average of the encoder states.
@@ -167,7 +167,7 @@ def luong_step(
     score: ScoreFn,
     w_c: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One decoder step of Luong et al. (2015), chapter 0: attend *after* the RNN step.
+    """One decoder step of Luong et al. (2015), chapter 1: attend *after* the RNN step.
 
     1. The RNN step reads y_{t-1} and gives the new state s_t.
     2. Score every encoder state against s_t; the context c_t is their weighted average.
@@ -186,7 +186,7 @@ def linear_readout_r2(
     test_features: torch.Tensor,
     test_targets: torch.Tensor,
 ) -> torch.Tensor:
-    """How much of each target a linear map can read back from the features, chapter 0.
+    """How much of each target a linear map can read back from the features, chapter 1.
 
     Fits targets ≈ [features, 1] @ W by least squares on the training rows
     (one fit for all target columns), then returns, for every target column,

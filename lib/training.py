@@ -1,6 +1,6 @@
 """Training helpers: the paper's learning-rate schedule, label smoothing and the training loop.
 
-Introduced in chapter 7 (training).
+Introduced in chapter 8 (training).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def fit(
     log_every: int = 0,
     clip_norm: float | None = None,
 ) -> FitResult:
-    """Train for at most ``steps`` steps; the course's one training loop (chapter 7).
+    """Train for at most ``steps`` steps; the course's one training loop (chapter 8).
 
     ``next_batch(step)`` returns the batch for step 1, 2, ...; every
     ``eval_every`` steps (and after the last) ``evaluate()`` is called, and

@@ -1,6 +1,6 @@
 """Widgets and figure helpers for the chapters.
 
-Introduced in chapter 1 (attention math): `AttentionExplorer`, the Q/K/V
+Introduced in chapter 2 (attention math): `AttentionExplorer`, the Q/K/V
 explorer, and `plot_heatmap`, the annotated heatmap every chapter reuses for
 scores, attention weights and masks.
 
@@ -102,7 +102,7 @@ def explorer_values(
     causal: bool = False,
     temperature: float = 1.0,
 ) -> dict[str, list]:
-    """What `AttentionExplorer` shows, computed with `lib` (chapter 1).
+    """What `AttentionExplorer` shows, computed with `lib` (chapter 2).
 
     scores = Q Kᵀ / (√d_k if scale else 1) / temperature, with the entries a
     causal mask hides (key j > query i) set to None; weights = softmax of each
@@ -131,7 +131,7 @@ def explorer_values(
 
 
 class AttentionExplorer(anywidget.AnyWidget):
-    """The Q/K/V explorer of chapter 1: edit Q, K, V, the scaling, a causal mask
+    """The Q/K/V explorer of chapter 2: edit Q, K, V, the scaling, a causal mask
     and a temperature; see the scores, the weights and the output at once.
 
     Inputs (synced with the browser): ``q`` (m, d_k), ``k`` (n, d_k), ``v`` (n, d_v)
@@ -211,7 +211,7 @@ def plot_heatmap(
     annotate: bool = True,
     fmt: str = "{:.2f}",
 ):
-    """Draw a matrix as an annotated heatmap on `ax`; returns the image (chapter 1).
+    """Draw a matrix as an annotated heatmap on `ax`; returns the image (chapter 2).
 
     matrix: a 2-D tensor, array or list of lists; NaN or None entries (masked
     scores) are drawn blank and annotated "–". Rows are labelled

@@ -1,6 +1,6 @@
 """Looking at attention heads one at a time: a heatmap helper and a small widget.
 
-Introduced in chapter 3 (multi-head attention); chapter 2 borrows `draw_weights`.
+Introduced in chapter 4 (multi-head attention); chapter 3 borrows `draw_weights`.
 
 `head_weights` is the pure function behind the widget: the weights one head of
 a seeded `lib.MultiHeadAttention` puts on a sequence. `HeadsExplorer` wraps it

@@ -1,6 +1,6 @@
 """An interactive explorer of the sinusoidal positional encoding.
 
-Introduced in chapter 5 (positional encoding).
+Introduced in chapter 6 (positional encoding).
 
 ``PositionExplorer`` holds three ipywidgets controls, a figure (``.image``, a
 PNG redrawn on every change) and the numbers it shows, so a notebook (or a test) can drive it from Python:

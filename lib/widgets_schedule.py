@@ -1,6 +1,6 @@
 """An interactive plot of the paper's learning-rate schedule.
 
-Introduced in chapter 7 (training).
+Introduced in chapter 8 (training).
 
 Three sliders (d_model, warmup_steps, factor) redraw `noam_lr` over the first
 ``total_steps`` steps. The numbers behind the drawing live in plain Python

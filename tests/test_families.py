@@ -1,4 +1,4 @@
-"""lib.families and lib.diagram (chapter 6)."""
+"""lib.families and lib.diagram (chapter 7)."""
 
 import matplotlib
 

@@ -1,4 +1,4 @@
-"""Tests of lib/rnn_attention.py (chapter 0): the Bahdanau and Luong scores and steps.
+"""Tests of lib/rnn_attention.py (chapter 1): the Bahdanau and Luong scores and steps.
 
 References: torch.nn.Linear / nn.Bilinear modules holding the same weights,
 scores written out one key at a time, and the R² of a linear map that is known.

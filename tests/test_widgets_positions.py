@@ -1,4 +1,4 @@
-"""Chapter 5's PositionExplorer: drive the controls from Python, check the numbers it shows.
+"""Chapter 6's PositionExplorer: drive the controls from Python, check the numbers it shows.
 
 Expected values are computed here from math.sin / math.cos, not from lib.
 """

@@ -1,4 +1,4 @@
-// The Q/K/V explorer of chapter 1: the browser half of lib/widgets.py::AttentionExplorer.
+// The Q/K/V explorer of chapter 2: the browser half of lib/widgets.py::AttentionExplorer.
 //
 // The widget works in two places:
 //  * in Jupyter, every edit is sent to Python (model.set + save_changes), where lib
