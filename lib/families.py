@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib._checks import require_positive_int, require_probability, require_token_ids
+from lib._checks import require_positive_int, require_token_ids
 from lib.attention import causal_mask
-from lib.layers import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
-from lib.model import EncoderLayer
+from lib.layers import TokenEmbedding
+from lib.model import EncoderLayer, check_stack_sizes, init_parameters, make_positional
 
 __all__ = ["EncoderOnlyModel", "DecoderOnlyModel"]
 
@@ -32,22 +32,12 @@ class _TokenStack(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional):
         super().__init__()
         require_positive_int("vocab_size", vocab_size)
-        require_positive_int("d_model", d_model)
-        require_positive_int("n_heads", n_heads)
-        require_positive_int("n_layers", n_layers)
-        require_positive_int("d_ff", d_ff)
-        require_positive_int("max_len", max_len)
-        require_probability("dropout", dropout)
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        if positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+        check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.n_heads = n_heads
         self.embed = TokenEmbedding(vocab_size, d_model)
-        position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
-        self.pos = position(d_model, max_len=max_len, dropout=dropout)
+        self.pos = make_positional(positional, d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
         )
@@ -55,13 +45,7 @@ class _TokenStack(nn.Module):
         # The output head shares the embedding matrix (weight tying, as BERT and GPT do).
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.embed.embedding.weight
-        # Initialised as `lib.Transformer` is: Xavier for matrices, N(0, 1/d_model) for the embeddings.
-        for name, p in self.named_parameters():
-            if p.dim() > 1:
-                if "embed" in name:
-                    nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
-                else:
-                    nn.init.xavier_uniform_(p)
+        init_parameters(self, d_model)  # as `lib.Transformer` is
 
     def _run(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         x = self.pos(self.embed(tokens))  # (B, L, d_model)

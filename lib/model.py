@@ -47,6 +47,35 @@ class TransformerConfig:
         return Transformer(**asdict(self))
 
 
+def check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional) -> None:
+    """The checks every stack of layers needs (`Transformer`, and the models of `lib.families`)."""
+    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers),
+                        ("d_ff", d_ff), ("max_len", max_len)):
+        require_positive_int(name, value)
+    require_probability("dropout", dropout)
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+    if positional not in ("sinusoidal", "learned"):
+        raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+
+
+def make_positional(positional: str, d_model: int, max_len: int, dropout: float) -> nn.Module:
+    """The module that adds positions: the paper's sinusoids, or learned vectors (seed 001)."""
+    position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
+    return position(d_model, max_len=max_len, dropout=dropout)
+
+
+def init_parameters(model: nn.Module, d_model: int) -> None:
+    """Xavier-uniform for every matrix, as nn.Transformer does; embeddings get
+    N(0, 1/d_model), so that after the × √d_model they have unit scale."""
+    for name, p in model.named_parameters():
+        if p.dim() > 1:
+            if "embed" in name:
+                nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
+            else:
+                nn.init.xavier_uniform_(p)
+
+
 def _check_layer_input(name: str, x: torch.Tensor, d_model: int) -> None:
     require_float(name, x)
     if x.dim() != 3 or x.shape[-1] != d_model:
@@ -151,17 +180,12 @@ class Transformer(nn.Module):
         super().__init__()
         require_positive_int("src_vocab_size", src_vocab_size)
         require_positive_int("tgt_vocab_size", tgt_vocab_size)
-        require_positive_int("n_layers", n_layers)
-        require_probability("dropout", dropout)
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional)
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True ties one embedding matrix across source, target and output, "
                 f"so the vocabularies must match: src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}"
             )
-        if positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
         self.config = TransformerConfig(
             src_vocab_size, tgt_vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
             norm_first, share_embeddings, max_len, positional,
@@ -170,9 +194,8 @@ class Transformer(nn.Module):
 
         self.src_embed = TokenEmbedding(src_vocab_size, d_model)
         self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model)
-        position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
-        self.src_pos = position(d_model, max_len=max_len, dropout=dropout)
-        self.tgt_pos = position(d_model, max_len=max_len, dropout=dropout)
+        self.src_pos = make_positional(positional, d_model, max_len, dropout)
+        self.tgt_pos = make_positional(positional, d_model, max_len, dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
         )
@@ -183,20 +206,10 @@ class Transformer(nn.Module):
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, tgt_vocab_size, bias=False)
-        self._reset_parameters()
+        init_parameters(self, d_model)
         if share_embeddings:
             self.tgt_embed.embedding.weight = self.src_embed.embedding.weight
             self.generator.weight = self.src_embed.embedding.weight
-
-    def _reset_parameters(self) -> None:
-        # Xavier-uniform for every matrix, as nn.Transformer does; embeddings
-        # get N(0, 1/d_model) so that after the × √d_model they have unit scale.
-        for name, p in self.named_parameters():
-            if p.dim() > 1:
-                if "embed" in name:
-                    nn.init.normal_(p, mean=0.0, std=self.d_model**-0.5)
-                else:
-                    nn.init.xavier_uniform_(p)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src (B, n) token ids -> memory (B, n, d_model); src_mask broadcastable to (B, h, n, n)."""
