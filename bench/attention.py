@@ -28,14 +28,6 @@ CONFIGS = [  # (B, L, d_model, n_heads)
 ]
 
 
-def copy_weights(ours: lib.MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        theirs.out_proj.weight.copy_(ours.w_o.weight)
-        theirs.out_proj.bias.copy_(ours.w_o.bias)
-
-
 def step_time(fn, x) -> float:
     """Seconds for one forward + backward pass."""
     start = time.perf_counter()
@@ -47,7 +39,7 @@ def bench(B, L, d, h, repeats, dropout):
     torch.manual_seed(0)
     ours = lib.MultiHeadAttention(d, h, dropout=dropout).train()
     theirs = nn.MultiheadAttention(d, h, dropout=dropout, batch_first=True).train()
-    copy_weights(ours, theirs)
+    lib.copy_mha_to_torch(ours, theirs)
     x = torch.randn(B, L, d, requires_grad=True)
     run_ours = lambda t: ours(t, t, t)
     run_theirs = lambda t: theirs(t, t, t, need_weights=False)[0]

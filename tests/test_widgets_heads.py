@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import lib
+from conftest import copy_mha
 from lib.widgets_heads import HeadsExplorer, draw_weights, head_weights
 
 D_MODEL, SEED = 8, 3
@@ -27,11 +28,8 @@ def reference_weights(x, n_heads, head, seed=SEED):
     torch.manual_seed(seed)
     ours = lib.MultiHeadAttention(D_MODEL, n_heads)
     ref = nn.MultiheadAttention(D_MODEL, n_heads, batch_first=True)
+    copy_mha(ours, ref)
     with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        ref.out_proj.weight.copy_(ours.w_o.weight)
-        ref.out_proj.bias.copy_(ours.w_o.bias)
         xb = x.unsqueeze(0)
         _, w = ref(xb, xb, xb, need_weights=True, average_attn_weights=False)
     return w[0, head]
