@@ -1,7 +1,7 @@
 """Benchmark: steps and seconds to reach chapter 8's accuracy target, lib.Transformer vs nn.Transformer.
 
 Both models get the same sizes, hyper-parameters, data stream, loss, optimizer,
-schedule and training loop (`lib.training.fit`). Only the encoder/decoder stack
+schedule and training loop (`lib.train.training.fit`). Only the encoder/decoder stack
 differs: `lib`'s EncoderLayer/DecoderLayer, or PyTorch's nn.TransformerEncoder /
 nn.TransformerDecoder (post-LN, no final norm, like lib's post-LN model), wrapped
 with lib's own embeddings, positional encoding and output projection.
@@ -23,9 +23,9 @@ import torch
 from torch import nn
 
 import lib
-from lib.data import DATE_VOCAB, make_batch, make_date_split, sample_pairs
-from lib.decoding import exact_match
-from lib.training import fit, noam_optimizer
+from lib import DATE_VOCAB, make_batch, make_date_split, sample_pairs
+from lib import exact_match
+from lib import fit, noam_optimizer
 
 # Chapter 8's model and training settings.
 CONFIG = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256, dropout=0.1, max_len=64)

@@ -1,59 +1,53 @@
 """`lib`: the small PyTorch Transformer that every chapter of the course imports.
 
 Batch-first tensors throughout; masks are bool with True = "may attend".
-Each module's docstring names the chapter that introduces it. The widgets
-(`lib.widgets`, `lib.widgets_heads`, ...) are imported from their modules, so
-that `import lib` does not load ipywidgets or anywidget.
+The library is grouped in layers:
+
+- `lib.model`: attention, the layers, the Transformer and its relatives;
+- `lib.train`: the schedule, the loss, the training loop, data and decoding;
+- `lib.teach`: exercise checkers, worked-example tables, measurements, plots;
+- `lib.widgets`: the interactive widgets (loaded only when first used);
+- `lib.interop`: weight copies to and from other implementations.
+
+Chapters import every name from `lib` itself (``from lib import ...``), so
+moving a function between these modules never breaks a notebook. Each
+module's docstring names the chapter that introduces it.
 """
 
-from lib.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
-from lib.layers import (
-    LearnedPositionalEmbedding,
-    PositionwiseFeedForward,
-    SinusoidalPositionalEncoding,
-    TokenEmbedding,
-    sinusoidal_positional_encoding,
-)
-from lib.model import DecoderLayer, EncoderLayer, Transformer, TransformerConfig
-from lib.training import fit, label_smoothed_nll, noam_lambda, noam_lr, noam_optimizer
-from lib.data import CharVocab, make_batch, make_date_split
-from lib.decoding import beam_search, greedy_decode
-from lib.rnn_attention import additive_score, multiplicative_score
-from lib.exercises import check_attention, check_attention_weights
-from lib.reference import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
-from lib.families import DecoderOnlyModel, EncoderOnlyModel
+from __future__ import annotations
 
-__all__ = [
-    "scaled_dot_product_attention",
-    "causal_mask",
-    "padding_mask",
-    "MultiHeadAttention",
-    "PositionwiseFeedForward",
-    "sinusoidal_positional_encoding",
-    "SinusoidalPositionalEncoding",
-    "LearnedPositionalEmbedding",
-    "TokenEmbedding",
-    "EncoderLayer",
-    "DecoderLayer",
-    "Transformer",
-    "TransformerConfig",
-    "noam_lr",
-    "noam_lambda",
-    "noam_optimizer",
-    "label_smoothed_nll",
-    "fit",
-    "CharVocab",
-    "make_batch",
-    "make_date_split",
-    "greedy_decode",
-    "beam_search",
-    "additive_score",
-    "multiplicative_score",
-    "check_attention",
-    "check_attention_weights",
-    "copy_mha_to_torch",
-    "copy_encoder_layer_to_torch",
-    "copy_decoder_layer_to_torch",
-    "EncoderOnlyModel",
-    "DecoderOnlyModel",
-]
+import importlib
+
+from lib.interop import *  # noqa: F403
+from lib.interop import __all__ as _interop_all
+from lib.model import *  # noqa: F403
+from lib.model import __all__ as _model_all
+from lib.teach import *  # noqa: F403
+from lib.teach import __all__ as _teach_all
+from lib.train import *  # noqa: F403
+from lib.train import __all__ as _train_all
+
+# Widgets load ipywidgets and anywidget: they are imported on first use (PEP 562).
+_WIDGETS = {
+    "AttentionExplorer": "lib.widgets.attention_explorer",
+    "ExplorerValueError": "lib.widgets.attention_explorer",
+    "explorer_values": "lib.widgets.attention_explorer",
+    "HeadsExplorer": "lib.widgets.heads",
+    "draw_weights": "lib.widgets.heads",
+    "head_weights": "lib.widgets.heads",
+    "PositionExplorer": "lib.widgets.positions",
+    "ScheduleExplorer": "lib.widgets.schedule",
+}
+
+
+def __getattr__(name: str):
+    if name in _WIDGETS:
+        return getattr(importlib.import_module(_WIDGETS[name]), name)
+    raise AttributeError(f"module 'lib' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WIDGETS))
+
+
+__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_WIDGETS]

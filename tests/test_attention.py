@@ -1,4 +1,4 @@
-"""lib.attention against torch.nn.functional.scaled_dot_product_attention and nn.MultiheadAttention."""
+"""lib.model.attention against torch.nn.functional.scaled_dot_product_attention and nn.MultiheadAttention."""
 
 import math
 

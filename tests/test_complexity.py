@@ -1,4 +1,4 @@
-"""lib/complexity.py against torch's FLOP counter, autograd and hand formulas."""
+"""lib/teach/complexity.py against torch's FLOP counter, autograd and hand formulas."""
 
 import pytest
 import torch
@@ -6,7 +6,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import lib
-from lib.complexity import conv_stack, depends_on, graph_depth, layer_macs
+from lib import conv_stack, depends_on, graph_depth, layer_macs
 
 
 def _flops(f, *args):

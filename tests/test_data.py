@@ -1,4 +1,4 @@
-"""Tests for lib/data.py: the date task, its vocabulary, split and batches."""
+"""Tests for lib/train/data.py: the date task, its vocabulary, split and batches."""
 
 import datetime
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from lib.data import DATE_VOCAB, MONTHS, CharVocab, format_source, format_target, make_batch, make_date_split, sample_pairs
+from lib import DATE_VOCAB, MONTHS, CharVocab, format_source, format_target, make_batch, make_date_split, sample_pairs
 
 
 def test_formats_by_hand():

@@ -1,4 +1,4 @@
-"""Tests for lib/decoding.py: greedy decoding and beam search."""
+"""Tests for lib/train/decoding.py: greedy decoding and beam search."""
 
 import math
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import lib
-from lib.decoding import beam_search, exact_match, greedy_decode, sequence_log_prob, translate
+from lib import beam_search, exact_match, greedy_decode, sequence_log_prob, translate
 
 PAD, BOS, EOS, A, B = 0, 1, 2, 3, 4
 

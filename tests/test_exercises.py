@@ -1,4 +1,4 @@
-"""Tests of lib/exercises.py: the chapter-2 answer checker and the comparison table.
+"""Tests of lib/teach/exercises.py: the chapter-2 answer checker and the comparison table.
 
 Expected values are worked by hand here (softmax of two or four scores), not
 taken from the code under test.
@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from lib.exercises import check_attention, check_attention_weights, compare_table, text_table
+from lib import check_attention, check_attention_weights, compare_table, text_table
 
 # q k^T / sqrt(4) = [1, 0]: weights e/(e+1) and 1/(e+1); v = identity, so the output is the weights.
 Q = [[2.0, 0.0, 0.0, 0.0]]
@@ -105,7 +105,7 @@ def test_text_table_aligns_columns():
 
 def test_attention_steps_by_the_formula():
     # seed 004, example 1, row 3: scaled scores [sqrt 2, 1/sqrt 2, 1/sqrt 2]
-    from lib.exercises import attention_steps
+    from lib import attention_steps
 
     steps = attention_steps([[1, 0], [0, 1], [1, 1]], [[1, 1], [0, 1], [1, 0]], [[0, 2], [1, 1], [2, 0]])
     assert steps.scores.tolist() == [[1, 0, 1], [1, 1, 0], [2, 1, 1]]

@@ -1,4 +1,4 @@
-"""lib.families and lib.diagram (chapter 7)."""
+"""lib.model.families and lib.teach.diagram (chapter 7)."""
 
 import matplotlib
 
@@ -8,8 +8,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import lib  # noqa: E402
-from lib.diagram import module_call_order  # noqa: E402
-from lib.families import DecoderOnlyModel, EncoderOnlyModel  # noqa: E402
+from lib import module_call_order  # noqa: E402
+from lib import DecoderOnlyModel, EncoderOnlyModel  # noqa: E402
 
 V = 30
 

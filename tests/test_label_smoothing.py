@@ -1,4 +1,4 @@
-"""label_smoothed_nll (lib/training.py) against nn.CrossEntropyLoss and a hand computation."""
+"""label_smoothed_nll (lib/train/training.py) against nn.CrossEntropyLoss and a hand computation."""
 
 import math
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from lib.training import label_smoothed_nll
+from lib import label_smoothed_nll
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])

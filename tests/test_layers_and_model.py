@@ -1,4 +1,4 @@
-"""lib.layers and lib.model against torch.nn's Transformer layers and the paper's formulas."""
+"""lib.model.layers and lib.model.transformer against torch.nn's Transformer layers and the paper's formulas."""
 
 import math
 

@@ -1,11 +1,11 @@
-"""lib.reference: after copying, lib's layers and PyTorch's own layers compute the same function."""
+"""lib.interop.torch_nn: after copying, lib's layers and PyTorch's own layers compute the same function."""
 
 import pytest
 import torch
 from torch import nn
 
 import lib
-from lib.reference import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
+from lib import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
 
 D, H, FF = 16, 4, 40
 

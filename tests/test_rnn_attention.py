@@ -1,4 +1,4 @@
-"""Tests of lib/rnn_attention.py (chapter 1): the Bahdanau and Luong scores and steps.
+"""Tests of lib/model/rnn_attention.py (chapter 1): the Bahdanau and Luong scores and steps.
 
 References: torch.nn.Linear / nn.Bilinear modules holding the same weights,
 scores written out one key at a time, and the R² of a linear map that is known.
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from lib.rnn_attention import (
+from lib import (
     additive_score,
     attend,
     bahdanau_step,

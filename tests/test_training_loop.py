@@ -1,4 +1,4 @@
-"""lib/training.py additions: the paper's Adam settings, train_step and fit."""
+"""lib/train/training.py additions: the paper's Adam settings, train_step and fit."""
 
 import random
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import lib
-from lib.data import DATE_VOCAB, make_batch, make_date_split, sample_pairs
-from lib.training import fit, noam_optimizer, train_step
+from lib import DATE_VOCAB, make_batch, make_date_split, sample_pairs
+from lib import fit, noam_optimizer, train_step
 
 
 def _small():

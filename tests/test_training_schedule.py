@@ -1,4 +1,4 @@
-"""lib.training.noam_lr against the paper's formula (section 5.3) and seed 004."""
+"""lib.train.training.noam_lr against the paper's formula (section 5.3) and seed 004."""
 
 import math
 

@@ -1,9 +1,9 @@
-"""Tests of lib/widgets.py: the Q/K/V explorer shows what attention computes.
+"""Tests of lib/widgets/attention_explorer.py: the Q/K/V explorer shows what attention computes.
 
 The reference is torch.nn.functional.scaled_dot_product_attention (with its
 own `scale` argument and a boolean mask), or a hand value, never `lib`, so
 that each test compares the widget with an independent computation. The
-browser half (lib/static/attention_explorer.js) is tested by the book's
+browser half (lib/widgets/static/attention_explorer.js) is tested by the book's
 headless-browser test; here only its DOM contract is guarded.
 """
 
@@ -14,9 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lib.widgets import AttentionExplorer, ExplorerValueError, explorer_values, plot_heatmap
+from lib import AttentionExplorer, ExplorerValueError, explorer_values, plot_heatmap
 
-JS = pathlib.Path(__file__).resolve().parents[1] / "lib" / "static" / "attention_explorer.js"
+JS = pathlib.Path(__file__).resolve().parents[1] / "lib" / "widgets" / "static" / "attention_explorer.js"
 
 
 def reference(q, k, v, scale=True, causal=False, temperature=1.0):

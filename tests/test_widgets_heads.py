@@ -1,4 +1,4 @@
-"""Tests of lib/widgets_heads.py: the widget shows the weights of the head it says.
+"""Tests of lib/widgets/heads.py: the widget shows the weights of the head it says.
 
 The reference is torch.nn.MultiheadAttention loaded with the parameters of a
 lib.MultiHeadAttention built under the same seed, so the check does not go
@@ -11,7 +11,7 @@ from torch import nn
 
 import lib
 from conftest import copy_mha
-from lib.widgets_heads import HeadsExplorer, draw_weights, head_weights
+from lib import HeadsExplorer, draw_weights, head_weights
 
 D_MODEL, SEED = 8, 3
 TOKENS = ["the", "cat", "sat", "on", "the", "mat"]

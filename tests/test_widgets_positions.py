@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from lib.widgets_positions import PositionExplorer  # noqa: E402
+from lib import PositionExplorer  # noqa: E402
 
 
 def pe(pos: int, dim: int, d_model: int) -> float:

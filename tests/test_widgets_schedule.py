@@ -1,8 +1,8 @@
-"""lib/widgets_schedule.py: moving a slider recomputes the plotted schedule."""
+"""lib/widgets/schedule.py: moving a slider recomputes the plotted schedule."""
 
 import pytest
 
-from lib.widgets_schedule import ScheduleExplorer
+from lib import ScheduleExplorer
 
 
 def hand_noam(step, d_model, warmup, factor=1.0):

@@ -14,8 +14,8 @@ What is checked, page by page (every page of _toc.yml, plus search and index):
   * every math element is typeset by MathJax (an mjx-container, no merror);
   * every <img> has loaded (naturalWidth > 0);
   * where the page stores widget state, every stored widget view is rendered.
-And on the attention-math chapter, the Q/K/V explorer (lib/widgets.py, its JS
-in lib/static/attention_explorer.js) is driven like a reader would: type into
+And on the attention-math chapter, the Q/K/V explorer (lib/widgets/attention_explorer.py, its JS
+in lib/widgets/static/attention_explorer.js) is driven like a reader would: type into
 Q, toggle the scaling and the causal mask, change the temperature; each time
 the weights and outputs it shows must equal lib.scaled_dot_product_attention's.
 """
@@ -442,7 +442,7 @@ def test_attention_explorer_matches_lib(browser, base_url):
         WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["temperature"] == temperature)
         check_against_lib(root, f"explorer {number}, temperature={temperature}")
 
-    # The chapter's explorer starts from the course's example (lib/widgets.py's defaults).
+    # The chapter's explorer starts from the course's example (lib/widgets/attention_explorer.py's defaults).
     course_example = {"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 1], [0, 1], [1, 0]], "V": [[0, 2], [1, 1], [2, 0]]}
     assert any({k: s[k] for k in course_example} == course_example for s in starts), starts
     log.assert_clean(EXPLORER_PAGE)

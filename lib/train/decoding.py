@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from lib._checks import require_positive_int, require_tensor, shape
-from lib.attention import causal_mask, padding_mask
+from lib.model.attention import causal_mask, padding_mask
 
 __all__ = ["greedy_decode", "beam_search", "sequence_log_prob", "translate", "exact_match"]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from lib._checks import require_positive_int, shape
-from lib.attention import causal_mask, padding_mask
+from lib.model.attention import causal_mask, padding_mask
 
 __all__ = [
     "PAD",

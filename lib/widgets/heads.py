@@ -17,7 +17,7 @@ from IPython.display import clear_output, display
 from matplotlib.figure import Figure
 
 from lib._checks import require_float, require_positive_int, shape
-from lib.attention import MultiHeadAttention
+from lib.model.attention import MultiHeadAttention
 
 __all__ = ["head_weights", "draw_weights", "HeadsExplorer"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.attention import MultiHeadAttention
-from lib.model import DecoderLayer, EncoderLayer
+from lib.model.attention import MultiHeadAttention
+from lib.model.transformer import DecoderLayer, EncoderLayer
 
 __all__ = ["copy_mha_to_torch", "copy_encoder_layer_to_torch", "copy_decoder_layer_to_torch"]
 

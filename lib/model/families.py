@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from lib._checks import require_positive_int, require_token_ids
-from lib.attention import causal_mask
-from lib.layers import TokenEmbedding
-from lib.model import EncoderLayer, check_stack_sizes, init_parameters, make_positional
+from lib.model.attention import causal_mask
+from lib.model.layers import TokenEmbedding
+from lib.model.transformer import EncoderLayer, check_stack_sizes, init_parameters, make_positional
 
 __all__ = ["EncoderOnlyModel", "DecoderOnlyModel"]
 

@@ -15,7 +15,7 @@ import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
-from lib.model import Transformer
+from lib.model.transformer import Transformer
 
 __all__ = ["module_call_order", "draw_architecture"]
 

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 
 from lib._checks import require_float, require_positive_int, require_probability, require_token_ids, shape
-from lib.attention import MultiHeadAttention
-from lib.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
+from lib.model.attention import MultiHeadAttention
+from lib.model.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
 
 __all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Transformer"]
 

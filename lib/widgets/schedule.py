@@ -16,7 +16,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from lib._checks import require_positive_int
-from lib.training import noam_lr
+from lib.train.training import noam_lr
 
 __all__ = ["ScheduleExplorer"]
 

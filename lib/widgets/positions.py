@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 import torch
 
 from lib._checks import require_positive_int
-from lib.layers import sinusoidal_positional_encoding
+from lib.model.layers import sinusoidal_positional_encoding
 
 __all__ = ["PositionExplorer"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from lib._checks import shape
-from lib.attention import check_qkv, scaled_dot_product_attention
+from lib.model.attention import check_qkv, scaled_dot_product_attention
 
 __all__ = ["AttentionSteps", "attention_steps", "CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
 

@@ -1,0 +1,54 @@
+"""The model: attention, the layers, the Transformer and its encoder-only and
+decoder-only relatives, and the RNN attention of chapter 1."""
+
+from lib.model.attention import (
+    MultiHeadAttention,
+    causal_mask,
+    check_qkv,
+    padding_mask,
+    scaled_dot_product_attention,
+)
+from lib.model.families import DecoderOnlyModel, EncoderOnlyModel
+from lib.model.layers import (
+    LearnedPositionalEmbedding,
+    PositionwiseFeedForward,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    sinusoidal_positional_encoding,
+)
+from lib.model.rnn_attention import (
+    additive_score,
+    attend,
+    bahdanau_step,
+    linear_readout_r2,
+    luong_step,
+    multiplicative_score,
+    run_encoder,
+)
+from lib.model.transformer import DecoderLayer, EncoderLayer, Transformer, TransformerConfig
+
+__all__ = [
+    "MultiHeadAttention",
+    "causal_mask",
+    "check_qkv",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "DecoderOnlyModel",
+    "EncoderOnlyModel",
+    "LearnedPositionalEmbedding",
+    "PositionwiseFeedForward",
+    "SinusoidalPositionalEncoding",
+    "TokenEmbedding",
+    "sinusoidal_positional_encoding",
+    "additive_score",
+    "attend",
+    "bahdanau_step",
+    "linear_readout_r2",
+    "luong_step",
+    "multiplicative_score",
+    "run_encoder",
+    "DecoderLayer",
+    "EncoderLayer",
+    "Transformer",
+    "TransformerConfig",
+]

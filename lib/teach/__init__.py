@@ -1,0 +1,40 @@
+"""Teaching aids: exercise checkers, worked-example tables, complexity
+measurements, the architecture diagram and shared plots."""
+
+from lib.teach import checkers as _checkers
+from lib.teach.checkers import *  # noqa: F403
+from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.complexity import conv_stack, depends_on, graph_depth, layer_macs
+from lib.teach.diagram import draw_architecture, module_call_order
+from lib.teach.exercises import (
+    AttentionSteps,
+    CheckResult,
+    attention_steps,
+    check_attention,
+    check_attention_weights,
+    compare_table,
+    text_table,
+)
+from lib.teach.plots import plot_heatmap
+
+__all__ = [
+    *_checkers.__all__,
+    "Case",
+    "Mistake",
+    "Verdict",
+    "check_function",
+    "conv_stack",
+    "depends_on",
+    "graph_depth",
+    "layer_macs",
+    "draw_architecture",
+    "module_call_order",
+    "AttentionSteps",
+    "CheckResult",
+    "attention_steps",
+    "check_attention",
+    "check_attention_weights",
+    "compare_table",
+    "text_table",
+    "plot_heatmap",
+]

@@ -1,0 +1,31 @@
+"""One module of exercise checkers per chapter, each built on `lib.teach.checking`."""
+
+from lib.teach.checkers import (
+    attention,
+    complexity,
+    feed_forward,
+    heads,
+    layers,
+    positions,
+    rnn_attention,
+    training,
+    worked_examples,
+)
+from lib.teach.checkers.attention import *  # noqa: F403
+from lib.teach.checkers.complexity import *  # noqa: F403
+from lib.teach.checkers.feed_forward import *  # noqa: F403
+from lib.teach.checkers.heads import *  # noqa: F403
+from lib.teach.checkers.layers import *  # noqa: F403
+from lib.teach.checkers.positions import *  # noqa: F403
+from lib.teach.checkers.rnn_attention import *  # noqa: F403
+from lib.teach.checkers.training import *  # noqa: F403
+from lib.teach.checkers.worked_examples import *  # noqa: F403
+
+__all__ = [
+    name
+    for module in (
+        rnn_attention, attention, worked_examples, heads, feed_forward,
+        positions, layers, training, complexity,
+    )
+    for name in module.__all__
+]
