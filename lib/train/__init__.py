@@ -1,18 +1,13 @@
 """Training, data and decoding: the schedule and loss, the training loop, the
 date task, greedy and beam decoding (chapter 8 on)."""
 
-from lib.train.data import (
-    BOS,
+from lib.train.data import BOS, EOS, PAD, Batch, CharVocab, make_batch
+from lib.train.dates import (
     DATE_VOCAB,
-    EOS,
     MONTHS,
-    PAD,
-    Batch,
-    CharVocab,
     DateSplit,
     format_source,
     format_target,
-    make_batch,
     make_date_split,
     sample_pairs,
 )
@@ -27,18 +22,19 @@ from lib.train.training import (
     train_step,
 )
 
+
 __all__ = [
     "BOS",
-    "DATE_VOCAB",
     "EOS",
-    "MONTHS",
     "PAD",
     "Batch",
     "CharVocab",
+    "make_batch",
+    "DATE_VOCAB",
+    "MONTHS",
     "DateSplit",
     "format_source",
     "format_target",
-    "make_batch",
     "make_date_split",
     "sample_pairs",
     "beam_search",
