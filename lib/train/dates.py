@@ -64,40 +64,106 @@ def format_target(date: datetime.date) -> str:
 
 @dataclass(frozen=True)
 class DateSplit:
-    """Disjoint lists of dates: ``train`` to sample from, ``held_out`` to evaluate on."""
+    """Disjoint sets of dates.
+
+    ``train``: the dates to sample training pairs from; ``held_out``: dates of
+    the training years that are never trained on (new combinations of a seen
+    year, month and day); ``unseen_years``: every date of the years held out
+    whole, in calendar order (a year the model never saw at all).
+    """
 
     train: tuple[datetime.date, ...]
     held_out: tuple[datetime.date, ...]
+    unseen_years: tuple[datetime.date, ...] = ()
+
+
+def _check_years(first_year, last_year, held_out_years) -> tuple[int, ...]:
+    for name, year in (("first_year", first_year), ("last_year", last_year)):
+        if isinstance(year, bool) or not isinstance(year, int):
+            raise TypeError(f"{name} must be an int, got {year!r}")
+    if not 1 <= first_year <= last_year <= 9999:
+        raise ValueError(
+            f"need 1 <= first_year <= last_year <= 9999, got {first_year} and {last_year}"
+        )
+    if isinstance(held_out_years, (str, bytes)):
+        raise TypeError(f"held_out_years must be a collection of ints, got {held_out_years!r}")
+    years = tuple(held_out_years)
+    for year in years:
+        if isinstance(year, bool) or not isinstance(year, int):
+            raise TypeError(f"held_out_years must hold ints, got {year!r}")
+        if not first_year <= year <= last_year:
+            raise ValueError(
+                f"held-out year {year} lies outside [first_year, last_year] = "
+                f"[{first_year}, {last_year}]"
+            )
+    if len(set(years)) != len(years):
+        raise ValueError(f"held_out_years repeats a year: {years}")
+    if len(years) == last_year - first_year + 1:
+        raise ValueError("held_out_years holds out every year: no training dates are left")
+    return years
 
 
 def make_date_split(
-    n_held_out: int = 1000, first_year: int = 1950, last_year: int = 2049, seed: int = 0
+    n_held_out: int = 1000,
+    first_year: int = 1950,
+    last_year: int = 2049,
+    seed: int = 0,
+    held_out_years=(),
 ) -> DateSplit:
-    """Shuffle every date of [first_year, last_year] with ``seed`` and hold out ``n_held_out``.
+    """Split every date of [first_year, last_year] three ways.
 
-    A date is either in ``train`` or in ``held_out``, never both (asserted), so
-    held-out accuracy measures generalisation, not memory.
+    The dates of ``held_out_years`` go, whole years at a time, to
+    ``unseen_years``. The other dates are shuffled with ``seed`` and
+    ``n_held_out`` of them go to ``held_out``, the rest to ``train``. No date is
+    in two parts (asserted), so accuracy on ``held_out`` measures
+    generalisation to new combinations of seen values, and accuracy on
+    ``unseen_years`` generalisation to years never seen in training.
+    With no ``held_out_years`` the split is the same as before they existed.
     """
     require_positive_int("n_held_out", n_held_out)
-    if not (isinstance(first_year, int) and isinstance(last_year, int) and 1 <= first_year <= last_year <= 9999):
-        raise ValueError(f"need 1 <= first_year <= last_year <= 9999, got {first_year} and {last_year}")
+    years = set(_check_years(first_year, last_year, held_out_years))
     start, end = datetime.date(first_year, 1, 1), datetime.date(last_year, 12, 31)
-    dates = [start + datetime.timedelta(days=i) for i in range((end - start).days + 1)]
+    every = [start + datetime.timedelta(days=i) for i in range((end - start).days + 1)]
+    dates = [d for d in every if d.year not in years]
+    unseen = tuple(d for d in every if d.year in years)
     if n_held_out >= len(dates):
-        raise ValueError(f"n_held_out={n_held_out} leaves no training dates out of {len(dates)}")
+        raise ValueError(
+            f"n_held_out={n_held_out} leaves no training dates out of {len(dates)}"
+        )
     random.Random(seed).shuffle(dates)
-    split = DateSplit(train=tuple(dates[n_held_out:]), held_out=tuple(dates[:n_held_out]))
-    assert not set(split.train) & set(split.held_out), "train and held-out dates overlap"
+    split = DateSplit(
+        train=tuple(dates[n_held_out:]),
+        held_out=tuple(dates[:n_held_out]),
+        unseen_years=unseen,
+    )
+    train = set(split.train)
+    assert not train & set(split.held_out), "train and held-out dates overlap"
+    assert not train & set(split.unseen_years), "a held-out year is in train"
     return split
 
 
-def sample_pairs(dates, n: int, rng: random.Random) -> list[tuple[str, str]]:
+def sample_pairs(
+    dates, n: int, rng: random.Random, replace: bool = True
+) -> list[tuple[str, str]]:
     """``n`` (source, target) string pairs from ``dates``, drawn with ``rng``.
 
-    Each source keeps its leading zeros with probability 1/2.
+    ``replace=True`` draws each date independently (a training stream: dates
+    repeat); ``replace=False`` draws ``n`` distinct dates (a test set: every
+    date counts once; needs n <= len(dates)). Each source keeps its leading
+    zeros with probability 1/2.
     """
     require_positive_int("n", n)
+    if not isinstance(replace, bool):
+        raise TypeError(f"replace must be a bool, got {replace!r}")
+    dates = list(dates)
     if not dates:
         raise ValueError("dates is empty")
-    picks = [rng.choice(dates) for _ in range(n)]
+    if replace:
+        picks = [rng.choice(dates) for _ in range(n)]
+    else:
+        if n > len(dates):
+            raise ValueError(
+                f"cannot draw n={n} distinct dates from {len(dates)} without replacement"
+            )
+        picks = rng.sample(dates, n)
     return [(format_source(d, zero_pad=rng.random() < 0.5), format_target(d)) for d in picks]
