@@ -1,4 +1,4 @@
-"""Tests of lib/teach/exercises.py: the chapter-2 answer checker and the comparison table.
+"""Tests of lib/teach/exercises.py: chapter 3's answer checkers and the comparison table.
 
 Expected values are worked by hand here (softmax of two or four scores), not
 taken from the code under test.
@@ -36,7 +36,16 @@ def test_wrong_answer_rejected_and_entry_named():
     assert not result.correct and not bool(result)
     assert result.wrong_entries == ((0, 1),)
     assert "Wrong" in result.message and "[0, 1]" in result.message
-    assert f"{1 - E:.4f}" in result.message
+    assert f"{1 - E:.4f}" not in result.message  # practice mode: the exact value stays hidden
+    assert "0.5000" in result.message  # the learner's own value is quoted
+
+
+def test_reveal_gives_the_exact_value():
+    result = check_attention(Q, K, V, [[E, 0.5]], reveal=True)
+    assert not result.correct and f"{1 - E:.4f}" in result.message
+    weights = check_attention_weights(Q, K, [[E, 0.5]], reveal=True)
+    assert f"{1 - E:.4f}" in weights.message
+    assert f"{1 - E:.4f}" not in check_attention_weights(Q, K, [[E, 0.5]]).message
 
 
 def test_forgetting_the_scale_is_caught():
@@ -48,7 +57,7 @@ def test_forgetting_the_scale_is_caught():
 
 
 def test_uniform_example_exact():
-    # equal scores: the output is the mean of the value rows, (2+4+6+8)/4 = 5 (seed 004, example 3)
+    # equal scores: the output is the mean of the value rows, (2+4+6+8)/4 = 5 (chapter 3, Example 3)
     q = torch.ones(1, 4)
     k = torch.eye(4)
     v = torch.tensor([[2.0], [4.0], [6.0], [8.0]])
@@ -104,7 +113,7 @@ def test_text_table_aligns_columns():
 
 
 def test_attention_steps_by_the_formula():
-    # seed 004, example 1, row 3: scaled scores [sqrt 2, 1/sqrt 2, 1/sqrt 2]
+    # chapter 3, Example 1, row 2: scaled scores [sqrt 2, 1/sqrt 2, 1/sqrt 2]
     from lib import attention_steps
 
     steps = attention_steps([[1, 0], [0, 1], [1, 1]], [[1, 1], [0, 1], [1, 0]], [[0, 2], [1, 1], [2, 0]])

@@ -1,9 +1,11 @@
-"""Checking hand computations: exercise checkers and text-vs-exact tables.
+"""Checking hand computations: answer checkers and rounding tables.
 
 Introduced in chapter 3 (worked examples). A reader works an attention example
-by hand, types the answer in, and `check_attention` says whether it is right
-and, if not, which entry is off. `compare_table` prints a hand-rounded result
-next to the exact one, so the size of every rounding error is visible.
+by hand, types the answer in, and `check_attention` (or, one step earlier,
+`check_attention_weights`) says whether it is right and, if not, which entry is
+off, without giving the exact value away unless asked (``reveal=True``).
+`compare_table` prints hand-rounded values next to the exact ones, so the size
+of every rounding error is visible.
 """
 
 from __future__ import annotations
@@ -48,9 +50,9 @@ class AttentionSteps:
 def attention_steps(q, k, v) -> AttentionSteps:
     """softmax(Q Kᵀ / √d_k) V in four separate steps, in float64, keeping each one.
 
-    Chapter 3 prints these next to a text's hand-rounded numbers. The steps
-    are written out here independently of `scaled_dot_product_attention`, so
-    the two can check each other. q (m, d_k), k (n, d_k), v (n, d_v): tensors
+    Chapter 3 reveals these after the reader has computed each step by hand.
+    The steps are written out here independently of
+    `scaled_dot_product_attention`, so the two can check each other. q (m, d_k), k (n, d_k), v (n, d_v): tensors
     or nested lists.
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
@@ -78,7 +80,7 @@ class CheckResult:
         return self.message
 
 
-def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: float) -> CheckResult:
+def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: float, reveal: bool) -> CheckResult:
     if answer.shape != expected.shape:
         raise ValueError(
             f"your {what} has shape {shape(answer)}, but it must have shape {shape(expected)}"
@@ -88,22 +90,27 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
         return CheckResult(True, f"Right: every entry of the {what} is within {atol:g} of the exact value.", expected)
     entries = tuple((int(i), int(j)) for i, j in off.nonzero().tolist())
     i, j = entries[0]
+    where = ", ".join(f"[{a}, {b}]" for a, b in entries)
     message = (
-        f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} are off by more than {atol:g}. "
-        f"First: entry [{i}, {j}] (row {i}, column {j}) is {answer[i, j].item():.4f}, "
-        f"the exact value is {expected[i, j].item():.4f}."
+        f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} are off by more than {atol:g}: "
+        f"{where} (0-based [row, column])."
     )
+    if reveal:
+        message += f" Entry [{i}, {j}] is {answer[i, j].item():.4f}; the exact value is {expected[i, j].item():.4f}."
+    else:
+        message += f" Your entry [{i}, {j}] is {answer[i, j].item():.4f}: recompute it (reveal=True shows the exact value)."
     return CheckResult(False, message, expected, entries)
 
 
-def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None) -> CheckResult:
+def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
     """Check a hand-computed softmax(q kᵀ / √d_k) v against `scaled_dot_product_attention`.
 
     q (m, d_k), k (n, d_k), v (n, d_v) and ``answer`` (m, d_v) may be tensors or
     nested lists; a single row may be given as a flat list. An entry counts as
     right when it is within ``atol`` of the exact value (the default 0.01 suits
-    two-decimal hand work). Shapes that do not fit raise ``ValueError`` before
-    anything is computed.
+    two-decimal hand work). A wrong answer's message names every entry that
+    is off; only with ``reveal=True`` does it also give the exact value.
+    Shapes that do not fit raise ``ValueError`` before anything is computed.
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
     answer = _as_matrix("answer", answer)
@@ -117,10 +124,10 @@ def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None) -> CheckResu
             f"({q.shape[0]}, {v.shape[1]}), got shape {shape(answer)}"
         )
     expected, _ = scaled_dot_product_attention(q, k, v, mask)
-    return _verdict("output", answer, expected, atol)
+    return _verdict("output", answer, expected, atol, reveal)
 
 
-def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None) -> CheckResult:
+def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
     """Check hand-computed weights softmax(q kᵀ / √d_k), shape (m, n), like `check_attention`."""
     q, k = _as_matrix("q", q), _as_matrix("k", k)
     answer = _as_matrix("answer", answer)
@@ -133,7 +140,7 @@ def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None) -> Chec
             f"k is {shape(k)}, so the answer must have shape ({q.shape[0]}, {k.shape[0]}), got shape {shape(answer)}"
         )
     _, expected = scaled_dot_product_attention(q, k, k, mask)
-    return _verdict("weights", answer, expected, atol)
+    return _verdict("weights", answer, expected, atol, reveal)
 
 
 def text_table(header: list[str], rows: list[list[object]]) -> str:
