@@ -1,5 +1,122 @@
-"""Checkers for chapter 5's coding exercises (see lib.teach.checking)."""
+"""Checkers for chapter 5's coding exercises (the position-wise feed-forward network).
+
+Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
+the most likely mistake by name. Tests feed each checker the solution and one
+wrong version per named mistake (tests/test_checkers_feed_forward.py).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import torch
+
+from lib.model.layers import PositionwiseFeedForward
+from lib.teach.checking import Case, Mistake, Verdict, check_function
+
+__all__ = ["check_feed_forward", "check_ffn_parameter_count"]
+
+
+def _feed_forward_cases() -> list[Case]:
+    """Random x, W_1, b_1, W_2, b_2; d_ff never equals d_model, so transposed weights fail loudly."""
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for x_shape, d_ff, dtype in (
+        ((3, 4), 6, torch.float64),  # (n, d_model)
+        ((2, 5, 3), 8, torch.float32),  # (B, n, d_model)
+        ((4, 8), 2, torch.float32),  # a bottleneck: d_ff < d_model
+        ((2, 3, 6), 24, torch.float64),  # d_ff = 4 d_model, as in the paper
+    ):
+        d_model = x_shape[-1]
+
+        def rand(*shape):
+            return torch.randn(*shape, generator=g, dtype=dtype)
+
+        args = (rand(*x_shape), rand(d_model, d_ff), rand(d_ff), rand(d_ff, d_model), rand(d_model))
+        label = f"x {x_shape}, d_ff={d_ff}, {str(dtype).replace('torch.', '')}"
+        cases.append(Case(args, label=label))
+    return cases
+
+
+def _reference_feed_forward(x, w1, b1, w2, b2):
+    """`lib.PositionwiseFeedForward` with the given weights (nn.Linear stores W^T)."""
+    d_model, d_ff = w1.shape
+    ffn = PositionwiseFeedForward(d_model, d_ff).to(x.dtype).eval()
+    with torch.no_grad():
+        ffn.linear1.weight.copy_(w1.T)
+        ffn.linear1.bias.copy_(b1)
+        ffn.linear2.weight.copy_(w2.T)
+        ffn.linear2.bias.copy_(b2)
+        return ffn(x)
+
+
+def check_feed_forward(feed_forward) -> Verdict:
+    """Chapter 5, exercise: `feed_forward(x, w1, b1, w2, b2)` = max(0, x W_1 + b_1) W_2 + b_2.
+
+    x is (..., d_model), w1 (d_model, d_ff), b1 (d_ff,), w2 (d_ff, d_model),
+    b2 (d_model,); the result has x's shape.
+    """
+    mistakes = [
+        Mistake(
+            "no ReLU",
+            "Without max(0, ·) the two layers collapse into one linear map. "
+            "Did you apply torch.relu to x @ w1 + b1?",
+            lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2,
+        ),
+        Mistake(
+            "a ReLU after the second layer too",
+            "The output must be able to go negative: is there a ReLU around "
+            "the final (...) @ w2 + b2? The formula has one ReLU, between the layers.",
+            lambda x, w1, b1, w2, b2: torch.relu(torch.relu(x @ w1 + b1) @ w2 + b2),
+        ),
+        Mistake(
+            "the ReLU before the bias b1",
+            "max(0, x W_1 + b_1) adds b_1 first: did you write relu(x @ w1) + b1?",
+            lambda x, w1, b1, w2, b2: (torch.relu(x @ w1) + b1) @ w2 + b2,
+        ),
+        Mistake(
+            "the output bias b2 left out",
+            "Did you add b2 after the second matrix product?",
+            lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2,
+        ),
+    ]
+    return check_function(
+        feed_forward, _reference_feed_forward, _feed_forward_cases(), mistakes, name="feed_forward"
+    )
+
+
+_SIZES = ((512, 2048), (1024, 4096), (64, 100), (6, 10), (32, 8))  # (d_model, d_ff)
+
+
+def _reference_parameter_count(d_model: int, d_ff: int) -> int:
+    """Counted from `lib.PositionwiseFeedForward` itself."""
+    return sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
+
+
+def check_ffn_parameter_count(ffn_parameter_count) -> Verdict:
+    """Chapter 5, exercise: `ffn_parameter_count(d_model, d_ff)`, an int: weights and biases."""
+    cases = [Case((d_model, d_ff), label=f"d_model={d_model}, d_ff={d_ff}") for d_model, d_ff in _SIZES]
+    mistakes = [
+        Mistake(
+            "the biases left out",
+            "Each nn.Linear also has a bias: b_1 has d_ff entries, b_2 has d_model. Did you add them?",
+            lambda d_model, d_ff: 2 * d_model * d_ff,
+        ),
+        Mistake(
+            "only one of the two layers counted",
+            "There are two matrices, W_1 (d_model × d_ff) and W_2 (d_ff × d_model), "
+            "each with its bias. Did you count W_2 and b_2?",
+            lambda d_model, d_ff: d_model * d_ff + d_ff,
+        ),
+        Mistake(
+            "d_ff taken as 4 d_model instead of the argument",
+            "4 d_model is the paper's choice, not a rule: use the d_ff you are given.",
+            lambda d_model, d_ff: 2 * d_model * 4 * d_model + 4 * d_model + d_model,
+        ),
+        Mistake(
+            "both biases given width d_ff",
+            "b_2 is added to the output, which has d_model features: its width is d_model, not d_ff.",
+            lambda d_model, d_ff: 2 * d_model * d_ff + 2 * d_ff,
+        ),
+    ]
+    return check_function(
+        ffn_parameter_count, _reference_parameter_count, cases, mistakes, name="ffn_parameter_count"
+    )
