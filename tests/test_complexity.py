@@ -69,7 +69,7 @@ def test_layers_needed_to_connect_the_ends(n):
 
     def layers_needed(k, dilated):
         for L in range(1, 64):
-            stack = conv_stack(d, L, k, dilated)
+            stack = conv_stack(d, L, k, dilated).double()
             if depends_on(lambda t: stack(t.transpose(1, 2)).transpose(1, 2), x, n - 1, 0):
                 return L
 
@@ -81,11 +81,41 @@ def test_layers_needed_to_connect_the_ends(n):
 
 def test_depends_on_attention_and_causality():
     torch.manual_seed(0)
-    mha = lib.MultiHeadAttention(4, 2).eval()
+    mha = lib.MultiHeadAttention(4, 2).eval().double()
     x = torch.randn(1, 6, 4)
     assert depends_on(lambda t: mha(t, t, t), x, 0, 5)
     causal = lib.causal_mask(6)
-    assert not depends_on(lambda t: mha(t, t, t, causal), x, 0, 5)
-    assert depends_on(lambda t: mha(t, t, t, causal), x, 5, 0)
+    assert not depends_on(lambda t: mha(t, t, t, mask=causal), x, 0, 5)
+    assert depends_on(lambda t: mha(t, t, t, mask=causal), x, 5, 0)
     with pytest.raises(ValueError):
         conv_stack(4, 2, k=1)
+
+
+def test_depends_on_a_long_gru_is_not_fooled_by_underflow():
+    """Output 299 of a GRU depends on input 0. In float32 the gradient through 299
+    steps underflows to exactly 0 (the old depends_on answered False); in float64 it
+    does not. The module is passed itself and copied to float64, unchanged."""
+    torch.manual_seed(0)
+    gru = nn.GRU(64, 64, batch_first=True)
+    x = torch.randn(1, 300, 64)
+    xx = x.clone().requires_grad_(True)
+    (grad32,) = torch.autograd.grad(gru(xx)[0][:, 299].sum(), xx)
+    assert grad32[:, 0].abs().sum() == 0  # the float32 false negative this guards against
+    assert depends_on(gru, x, 299, 0)
+    assert not depends_on(gru, x, 0, 299)  # a left-to-right recurrence
+    assert next(gru.parameters()).dtype == torch.float32  # the caller's module is untouched
+
+
+def test_depends_on_refuses_what_it_cannot_answer():
+    mha32 = lib.MultiHeadAttention(4, 2).eval()
+    x = torch.randn(1, 6, 4)
+    with pytest.raises(TypeError, match="float64"):
+        depends_on(lambda t: mha32(t, t, t), x, 0, 5)  # float32 modules inside a function
+    with pytest.raises(TypeError, match="float64"):
+        depends_on(lambda t: t.float(), x, 0, 0)  # computes in float32
+    with pytest.raises(ValueError, match="out_pos"):
+        depends_on(lambda t: t, x.double(), 6, 0)
+    with pytest.raises(ValueError, match="in_pos"):
+        depends_on(lambda t: t, x.double(), 0, 1.5)
+    with pytest.raises(ValueError, match="shape"):
+        depends_on(lambda t: t, torch.randn(6, 4), 0, 0)

@@ -1,7 +1,8 @@
 """Counting the cost of a sequence layer: multiply-adds, sequential steps, path lengths.
 
 Introduced in chapter 9 (why self-attention), which measures the paper's
-Table 1 on three layers that all map n vectors of width d to n vectors of width d:
+Table 1 on three layers that all map n vectors of width d (= d_model) to n
+vectors of width d:
 
     self-attention  `lib.MultiHeadAttention(d, h)`
     recurrent       ``nn.GRU(d, d)``
@@ -9,6 +10,8 @@ Table 1 on three layers that all map n vectors of width d to n vectors of width 
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 from torch import nn
@@ -69,13 +72,17 @@ def graph_depth(output: torch.Tensor) -> int:
 def conv_stack(d: int, n_layers: int, k: int = 3, dilated: bool = False) -> nn.Sequential:
     """``n_layers`` causal ``Conv1d(d, d, k)``, each followed by a tanh; input and output (B, d, n).
 
-    Causal: output position t sees inputs t - (k-1)·dilation, ..., t (the left
-    side is zero-padded, so the length stays n). With contiguous kernels
-    (dilation 1) L layers see 1 + L·(k - 1) positions; with ``dilated=True``
-    layer l has dilation k**l (as in WaveNet and ByteNet) and L layers see
-    k**L positions, so covering n positions takes ceil(log_k n) layers.
-    A tanh, not a ReLU, between layers: its slope is never exactly zero, so a
-    gradient test of "does output t depend on input s" has no false negatives.
+    k is the kernel width. Causal: output position t sees inputs
+    t - (k-1)·dilation, ..., t (the left side is zero-padded, so the length stays
+    n). With contiguous kernels (dilation 1) L layers see 1 + L·(k - 1)
+    positions; with ``dilated=True`` layer l (from 0) has dilation k**l and L
+    layers see k**L positions, so covering n positions takes ceil(log_k n)
+    layers. (WaveNet's stack, kernel 2 with the dilation doubling, is the case
+    k = 2; ByteNet doubles the dilation with kernel 3, which also gives
+    O(log n) layers, with base 2.)
+    A tanh, not a ReLU, between layers: its slope is never zero in exact
+    arithmetic, so `depends_on` sees every path (in floating point tanh' can
+    still round to 0 for large inputs; see `depends_on`).
     """
     require_positive_int("d", d)
     require_positive_int("n_layers", n_layers)
@@ -91,13 +98,48 @@ def conv_stack(d: int, n_layers: int, k: int = 3, dilated: bool = False) -> nn.S
 def depends_on(f, x: torch.Tensor, out_pos: int, in_pos: int) -> bool:
     """Does output position ``out_pos`` of ``f(x)`` depend on input position ``in_pos``?
 
-    x is (B, n, d); f maps it to (B, n, d). The answer is read off the
-    gradient ∂ f(x)[:, out_pos] / ∂ x[:, in_pos]: exactly zero means no path.
+    x is (B, n, d); f maps it to (B, n, d) (when f returns a tuple, as
+    ``nn.GRU`` does, its first element). The answer is read off the gradient
+    ∂ f(x)[:, out_pos] / ∂ x[:, in_pos], computed in float64.
+
+    Why float64: a gradient is a product of one factor per step, and in float32
+    a long chain of small factors underflows to exactly 0. Through a 300-step
+    GRU it does, and float32 would answer "no path" where there is one.
+    float64 pushes that limit far out (down to about 1e-308) but cannot remove
+    it: an exact zero means no path, or a gradient too small even for float64.
+    A structural walk of the autograd graph cannot replace the gradient: a
+    fused operation (``nn.GRU``, a masked softmax) is one node that links every
+    input to every output, even where the true dependency is zero.
+
+    f: an ``nn.Module`` (a float64 copy is used; the module is not changed) or
+    a function of x, which must then compute in float64 (give it float64
+    modules, e.g. ``copy.deepcopy(module).double()``).
     """
     require_tensor("x", x)
     if x.dim() != 3:
         raise ValueError(f"x must be (B, n, d), got shape {tuple(x.shape)}")
-    x = x.detach().requires_grad_(True)
-    y = f(x)
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    n = x.shape[1]
+    for name, pos in (("out_pos", out_pos), ("in_pos", in_pos)):
+        if isinstance(pos, bool) or not isinstance(pos, int) or not -n <= pos < n:
+            raise ValueError(f"{name} must be an int position in [0, {n}), got {pos!r}")
+    if isinstance(f, nn.Module):
+        f = copy.deepcopy(f).double()
+    elif not callable(f):
+        raise TypeError(f"f must be an nn.Module or a function, got {type(f).__name__}")
+    x = x.detach().to(torch.float64).requires_grad_(True)
+    try:
+        y = f(x)
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise TypeError(
+            "depends_on computes in float64: pass the module itself, or a function whose "
+            f"modules are float64 (copy.deepcopy(module).double()). f raised: {err}"
+        ) from err
+    if isinstance(y, (tuple, list)):
+        y = y[0]
+    if not isinstance(y, torch.Tensor) or y.dtype != torch.float64:
+        got = y.dtype if isinstance(y, torch.Tensor) else type(y).__name__
+        raise TypeError(f"f must return a float64 tensor for a float64 input, got {got}")
     (grad,) = torch.autograd.grad(y[:, out_pos].sum(), x, allow_unused=True)
     return grad is not None and bool(grad[:, in_pos].abs().sum() > 0)

@@ -1,5 +1,216 @@
-"""Checkers for chapter 9's coding exercises (see lib.teach.checking)."""
+"""Checkers for chapter 9's coding exercises (why self-attention; see lib.teach.checking).
+
+- `check_self_attention_macs`: the multiply-adds of one self-attention layer,
+  against PyTorch's FLOP counter run on `lib.MultiHeadAttention`;
+- `check_max_path_length`: the paper's Table 1 path lengths, against a brute
+  force on real layers (`lib.depends_on` on stacks from `lib.conv_stack`).
+
+Tests feed each checker the solution and one wrong version per named mistake
+(tests/test_checkers_complexity.py).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from lib.model.attention import MultiHeadAttention
+from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.complexity import conv_stack, depends_on
+
+__all__ = ["check_self_attention_macs", "check_max_path_length"]
+
+
+# ---------------------------------------------------------------------------
+# Exercise 1: the multiply-adds of one self-attention layer
+# ---------------------------------------------------------------------------
+
+
+def _counted_attention_macs(n: int, d_model: int) -> int:
+    """Multiply-adds PyTorch's FLOP counter sees in one `lib.MultiHeadAttention` call."""
+    n_heads = 2 if d_model % 2 == 0 else 1
+    layer = MultiHeadAttention(d_model, n_heads).eval()
+    x = torch.zeros(1, n, d_model)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(x, x, x)
+    return counter.get_total_flops() // 2  # the counter counts a multiply-add as 2 FLOPs
+
+
+def _macs_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(9)
+    cases = [Case((40, 512), label="n = 40, d_model = 512")]
+    for _ in range(5):
+        n = int(torch.randint(2, 200, (1,), generator=g))
+        d_model = 2 * int(torch.randint(2, 64, (1,), generator=g))
+        cases.append(Case((n, d_model), label=f"n = {n}, d_model = {d_model}"))
+    cases.append(Case((7, 9), label="n = 7, d_model = 9 (odd)"))
+    return cases
+
+
+def check_self_attention_macs(self_attention_macs) -> Verdict:
+    """Chapter 9, exercise: `self_attention_macs(n, d_model)`, an int, projections included."""
+    mistakes = [
+        Mistake(
+            "the projections are forgotten (only 2n²d)",
+            "Q, K and V are not the input: each is x W, an (n × d) by (d × d) product. "
+            "Did you count W^Q, W^K, W^V and W^O, n·d² each?",
+            lambda n, d: 2 * n * n * d,
+        ),
+        Mistake(
+            "only one of QKᵀ and αV is counted (n²d instead of 2n²d)",
+            "There are two n × n products: the scores S = QKᵀ and the weighted sum αV. "
+            "Did you count both, n²·d each?",
+            lambda n, d: n * n * d + 4 * n * d * d,
+        ),
+        Mistake(
+            "W^O is forgotten (3nd² instead of 4nd²)",
+            "After the heads are concatenated, W^O mixes them: one more n·d² product. "
+            "Did you count four projections?",
+            lambda n, d: 2 * n * n * d + 3 * n * d * d,
+        ),
+        Mistake(
+            "FLOPs, not multiply-adds (twice the answer)",
+            "A FLOP counter counts a multiply and an add as 2; the exercise asks for "
+            "multiply-adds. Did you double the count?",
+            lambda n, d: 2 * (2 * n * n * d + 4 * n * d * d),
+        ),
+    ]
+    return check_function(
+        self_attention_macs, _counted_attention_macs, _macs_cases(), mistakes,
+        name="self_attention_macs",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Exercise 2: maximum path lengths (Table 1)
+# ---------------------------------------------------------------------------
+
+LAYERS = ("self-attention", "recurrent", "convolution", "dilated")
+
+
+def _connects(f, n: int, width: int = 2) -> bool:
+    """Does output n-1 of f depend on input 0? (float64, fixed random input)"""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, n, width, generator=g, dtype=torch.float64)
+    return depends_on(f, x, n - 1, 0)
+
+
+def _brute_force_path_length(layer: str, n: int, k: int) -> int:
+    """Layers (or recurrence steps) from input 0 to output n-1, found by trying.
+
+    Convolutions: stack causal layers of width k (`conv_stack`) until output
+    n-1 depends on input 0. Self-attention: the same with attention layers.
+    Recurrence: unroll a GRU cell one position at a time and count the steps
+    between the first state that depends on x_0 and the state at position n-1.
+    """
+    torch.manual_seed(0)
+    width = 2
+    if layer in ("convolution", "dilated"):
+        for n_layers in range(1, 4 * n):
+            stack = conv_stack(width, n_layers, k, dilated=layer == "dilated").double()
+            if _connects(lambda t: stack(t.transpose(1, 2)).transpose(1, 2), n):
+                return n_layers
+    if layer == "self-attention":
+        layers: list[nn.Module] = []
+        for n_layers in range(1, 4 * n):
+            layers.append(MultiHeadAttention(width, 1).eval().double())
+
+            def stack(t, layers=tuple(layers)):
+                for attention in layers:
+                    t = attention(t, t, t)
+                return t
+
+            if _connects(stack, n):
+                return n_layers
+    if layer == "recurrent":
+        cell = nn.GRUCell(width, width).double()
+
+        def states(t):  # (1, n, width) -> every state h_0 ... h_{n-1}, (1, n, width)
+            h, out = torch.zeros(1, width, dtype=t.dtype), []
+            for i in range(t.shape[1]):
+                h = cell(t[:, i], h)
+                out.append(h)
+            return torch.stack(out, dim=1)
+
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(1, n, width, generator=g, dtype=torch.float64)
+        first = next(i for i in range(n) if depends_on(states, x, i, 0))
+        return (n - 1) - first  # one application of the recurrence per step
+    raise ValueError(f"layer must be one of {LAYERS}, got {layer!r}")
+
+
+def _path_cases() -> list[Case]:
+    triples = [
+        ("self-attention", 12, 3),
+        ("self-attention", 40, 5),
+        ("recurrent", 12, 3),
+        ("recurrent", 40, 5),
+        ("convolution", 12, 3),
+        ("convolution", 17, 5),
+        ("convolution", 30, 4),
+        ("convolution", 21, 3),
+        ("dilated", 9, 3),
+        ("dilated", 10, 3),
+        ("dilated", 64, 4),
+        ("dilated", 125, 5),
+        ("dilated", 20, 2),
+    ]
+    return [Case(t, label=f"{t[0]}, n = {t[1]}, k = {t[2]}") for t in triples]
+
+
+def _correct_path_length(layer: str, n: int, k: int) -> int:
+    if layer == "self-attention":
+        return 1
+    if layer == "recurrent":
+        return n - 1
+    if layer == "convolution":
+        return -(-(n - 1) // (k - 1))
+    return next(L for L in range(n + 1) if k**L >= n)
+
+
+def _with(layer_name: str, wrong):
+    """The correct answer everywhere except for one layer type, where `wrong` answers."""
+    return lambda layer, n, k: wrong(n, k) if layer == layer_name else _correct_path_length(layer, n, k)
+
+
+def check_max_path_length(max_path_length) -> Verdict:
+    """Chapter 9, exercise: `max_path_length(layer, n, k)`, an int (layers or steps)."""
+    mistakes = [
+        Mistake(
+            "a convolution stack counted like a recurrence (n - 1 layers)",
+            "Each causal layer of kernel width k reaches k - 1 positions further back, not one. "
+            "How many layers cover the n - 1 positions between the ends?",
+            _with("convolution", lambda n, k: n - 1),
+        ),
+        Mistake(
+            "recurrent: off by one (n steps instead of n - 1)",
+            "From position 0 to position n - 1 there are n - 1 gaps, one recurrence "
+            "step each. Did you count positions instead of the steps between them?",
+            _with("recurrent", lambda n, k: n),
+        ),
+        Mistake(
+            "convolution: off by one (n / (k - 1) instead of (n - 1) / (k - 1))",
+            "L causal layers see 1 + L·(k - 1) positions, so they must cover n - 1 "
+            "positions beyond the output's own. Did you divide n instead of n - 1?",
+            _with("convolution", lambda n, k: -(-n // (k - 1))),
+        ),
+        Mistake(
+            "dilated: the logarithm in the wrong base",
+            "With dilations 1, k, k², ... L layers see k**L positions. "
+            "Did you take log base 2 (or e) instead of log base k?",
+            _with("dilated", lambda n, k: math.ceil(math.log2(n))),
+        ),
+        Mistake(
+            "dilated: a floating-point logarithm rounds the wrong way",
+            "math.log(9, 3) is 2.0000000000000004, so its ceil is 3. "
+            "Count with integers: the smallest L with k**L >= n.",
+            _with("dilated", lambda n, k: math.ceil(math.log(n, k))),
+        ),
+    ]
+    return check_function(
+        max_path_length, _brute_force_path_length, _path_cases(), mistakes,
+        name="max_path_length",
+    )
