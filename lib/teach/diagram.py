@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
 from lib.model.transformer import Transformer
 
-__all__ = ["module_call_order", "draw_architecture"]
+__all__ = ["module_call_order", "record_forward", "draw_architecture"]
 
 _SKIP = (nn.Dropout, nn.Identity)  # called, but nothing to draw
 
@@ -47,6 +47,37 @@ def module_call_order(model: nn.Module, *inputs, **kwargs) -> list[str]:
     return list(seen)
 
 
+def record_forward(model: nn.Module, *inputs, names=None, **kwargs) -> dict[str, dict]:
+    """Run ``model(*inputs, **kwargs)`` once (no grad) and record what sub-modules saw.
+
+    Returns {qualified name: {"args": positional inputs, "output": output,
+    "weights": ``attention_weights`` for attention modules (eval mode), else None}}
+    for every named sub-module (or only those in ``names``) that was called;
+    a module called twice keeps its last call. Chapter 7 uses it to follow the
+    masks and the memory through a model.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    seen: dict[str, dict] = {}
+
+    def hook(module, args, output, name):
+        weights = getattr(module, "attention_weights", None)
+        seen[name] = {"args": args, "output": output, "weights": weights}
+
+    handles = [
+        module.register_forward_hook(lambda m, a, o, name=name: hook(m, a, o, name))
+        for name, module in model.named_modules()
+        if name and (names is None or name in names)
+    ]
+    try:
+        with torch.no_grad():
+            model(*inputs, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
 def _n_params(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
@@ -62,6 +93,50 @@ def _arrow(ax, start, end, color="0.2", style="-|>", connection="arc3"):
                                  linewidth=1.0, connectionstyle=connection))
 
 
+_ADD = "⊕"  # marks a residual sum in a layer's list of drawn items
+_ADD_H = 0.3  # height of a ⊕ row
+
+
+def _is_sublayer(module: nn.Module) -> bool:
+    return not isinstance(module, (nn.LayerNorm, *_SKIP))
+
+
+def _with_adds(layer: nn.Module, names: list[str]) -> list[str]:
+    """The layer's drawn children with a ⊕ after each sub-layer's residual sum.
+
+    Post-LN: sub-layer, ⊕, norm (the norm takes the sum). Pre-LN: norm,
+    sub-layer, ⊕ (the sum is the layer's output stream)."""
+    items = []
+    for name in names:
+        items.append(name)
+        if _is_sublayer(layer.get_submodule(name)):
+            items.append(_ADD)
+    return items
+
+
+def _starts_group(layer: nn.Module, items: list[str], k: int) -> bool:
+    """Does item k start a residual block? A post-LN block starts at its sub-layer,
+    a pre-LN block at the LayerNorm in front of its sub-layer."""
+    module = layer.get_submodule(items[k])
+    if getattr(layer, "norm_first", False):
+        return isinstance(module, nn.LayerNorm)
+    return _is_sublayer(module)
+
+
+def _residual(ax, x, w, start, y_add) -> None:
+    """A ⊕ at height y_add on the main line, and the skip path from ``start`` around into it."""
+    r = _ADD_H / 2
+    cy = y_add + r
+    ax.add_patch(Circle((x, cy), r * 0.8, facecolor="white", edgecolor="0.2", linewidth=1.0,
+                        gid="residual-add"))
+    ax.text(x, cy, "+", ha="center", va="center", fontsize=9)
+    side = x + w / 2 + 0.12
+    (sx, sy) = start
+    ax.plot([sx, side, side], [sy, sy, cy], color="#2e75b6", linewidth=1.1, gid="residual-skip")
+    ax.add_patch(FancyArrowPatch((side, cy), (x + r * 0.8, cy), arrowstyle="-|>", mutation_scale=9,
+                                 color="#2e75b6", linewidth=1.1, gid="residual-skip-head"))
+
+
 _COLORS = {"MultiHeadAttention": "#f4b183", "PositionwiseFeedForward": "#9dc3e6", "LayerNorm": "#ffe699",
            "TokenEmbedding": "#c5e0b4", "Linear": "#d9d9d9"}
 
@@ -72,8 +147,16 @@ def draw_architecture(model: Transformer, ax=None):
     Top-level children whose names start with ``src_`` or ``encoder`` go left,
     the others right; each column is ordered by the forward pass's call order.
     A ModuleList of layers is drawn as one frame holding its first layer's
-    children (dropouts skipped), labelled "N ×". The arrow from the encoder's
-    top into every decoder layer's ``cross_attn`` is the memory.
+    children (dropouts skipped), labelled "N ×". Each sub-layer (attention or
+    FFN) sits in a residual connection: a blue skip path branches off the main
+    line and joins it again at a ⊕ (patch gid ``"residual-add"``, skip lines
+    gid ``"residual-skip"``). Post-LN: the path branches at the sub-layer's
+    input and the ⊕ sits *before* the LayerNorm. Pre-LN: it branches before
+    the LayerNorm and the ⊕ follows the sub-layer. The decoder's
+    ``self_attn`` is labelled "masked (causal)", as `Transformer` is used
+    throughout the course (the mask itself is an argument of the forward
+    pass, not part of the module). The arrow from the encoder's top into
+    every decoder layer's ``cross_attn`` is the memory.
     Returns the matplotlib Axes.
     """
     if not isinstance(model, Transformer):
@@ -109,8 +192,10 @@ def draw_architecture(model: Transformer, ax=None):
             if isinstance(module, nn.ModuleList):
                 layer = module[0]
                 inner = [n for n in order if n.startswith(f"{name}.0.") and n.count(".") == 2]
-                inner = [n for n in inner if not isinstance(layer.get_submodule(n.split(".")[-1]), _SKIP)]
-                frame_h = len(inner) * (h + gap) + gap + 0.6
+                inner = [n.split(".")[-1] for n in inner]
+                items = _with_adds(layer, [n for n in inner if not isinstance(layer.get_submodule(n), _SKIP)])
+                n_adds = items.count(_ADD)
+                frame_h = (len(items) - n_adds) * (h + gap) + n_adds * (_ADD_H + gap) + gap + 0.6
                 ax.add_patch(FancyBboxPatch((x - w / 2 - 0.25, y), w + 0.5, frame_h, boxstyle="round,pad=0.02",
                                             facecolor="#f2f2f2", edgecolor="0.4", linestyle="--"))
                 left = side == "encoder"
@@ -119,14 +204,22 @@ def draw_architecture(model: Transformer, ax=None):
                 ax.text(x, y + frame_h - 0.35, f"{name}: {len(module)} × {type(layer).__name__}\n"
                         f"({_n_params(layer):,} params each)", ha="center", va="center", fontsize=8, style="italic")
                 yy = y + gap
-                for k, full in enumerate(inner):
-                    child_name = full.split(".")[-1]
-                    child = layer.get_submodule(child_name)
+                group_start = None  # (x, y) where the current sub-layer's residual branches off
+                for k, item in enumerate(items):
+                    _arrow(ax, (x, yy - gap if k else y), (x, yy))
+                    if item == _ADD:
+                        _residual(ax, x, w, group_start, yy)
+                        yy += _ADD_H + gap
+                        continue
+                    child = layer.get_submodule(item)
                     kind = type(child).__name__
-                    _box(ax, x, yy, w, h, f"{child_name}: {kind}\n{_n_params(child):,} params", _COLORS.get(kind, "white"))
-                    if k:
-                        _arrow(ax, (x, yy - gap), (x, yy))
-                    if child_name == "cross_attn":
+                    if group_start is None or _starts_group(layer, items, k):
+                        group_start = (x, yy - gap / 2)
+                    label = f"{item}: {kind}\n{_n_params(child):,} params"
+                    if side == "decoder" and item == "self_attn":
+                        label = f"{item}: {kind}\nmasked (causal) · {_n_params(child):,} params"
+                    _box(ax, x, yy, w, h, label, _COLORS.get(kind, "white"))
+                    if item == "cross_attn":
                         cross_targets.append((x - w / 2, yy + h / 2))
                     yy += h + gap
                 y_top = y + frame_h
