@@ -37,7 +37,7 @@ def assert_matches(widget, **reference_kw):
     assert widget.argmax == weights.argmax(-1).tolist()
 
 
-def test_starts_from_seed_004_example_with_hand_values():
+def test_starts_from_the_course_example_with_hand_values():
     w = AttentionExplorer()
     assert w.q == [[1, 0], [0, 1], [1, 1]] and w.k == [[1, 1], [0, 1], [1, 0]] and w.v == [[0, 2], [1, 1], [2, 0]]
     a, b = math.exp(1 / math.sqrt(2)), math.exp(math.sqrt(2))
@@ -47,7 +47,22 @@ def test_starts_from_seed_004_example_with_hand_values():
     assert w.scores[2] == pytest.approx([math.sqrt(2), 1 / math.sqrt(2), 1 / math.sqrt(2)], abs=1e-12)
     # query 0 ties keys 0 and 2, query 1 ties keys 0 and 1: the lowest index wins
     assert w.argmax == [0, 0, 0]
-    assert w.summary()[2] == "query 2 attends most to key 0"
+    assert w.summary() == [
+        "query 0 attends most to key 0 (tied with key 2)",
+        "query 1 attends most to key 0 (tied with key 1)",
+        "query 2 attends most to key 0",
+    ]
+
+
+def test_summary_reports_ties_and_fully_masked_rows_like_the_browser():
+    # three equal keys: every key ties; a causal mask over more keys than queries
+    w = AttentionExplorer(q=[[1.0, 0.0]], k=[[1.0, 5.0]] * 3, v=[[1.0], [2.0], [3.0]])
+    assert w.summary() == ["query 0 attends most to key 0 (tied with key 1, 2)"]
+    w.set_matrices(q=[[0.0, 1.0]], k=[[0.0, 1.0], [0.0, 3.0], [0.0, 2.0]])
+    assert w.summary() == ["query 0 attends most to key 1"]
+    # the JS writes the same words (the DOM contract below guards them)
+    source = JS.read_text(encoding="utf-8")
+    assert "(tied with key ${ties.join(\", \")})" in source and "sees no key" in source
 
 
 def test_editing_an_entry_recomputes():
@@ -98,6 +113,103 @@ def test_set_matrices_changes_shapes_together():
     w.set_matrices(k=[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 2.0]], v=[[1.0], [2.0], [3.0], [4.0]])
     assert len(w.weights[0]) == 4 and len(w.output[0]) == 1
     assert_matches(w)
+
+
+def lib_reference(widget):
+    """The widget's formula at its defaults (scale on, no mask, T = 1) is lib's attention."""
+    import lib
+
+    q, k, v = (torch.tensor(x, dtype=torch.float64) for x in (widget.q, widget.k, widget.v))
+    output, weights = lib.scaled_dot_product_attention(q, k, v)
+    return weights, output
+
+
+def record_messages(widget, monkeypatch):
+    """Every comm message the widget would send to the browser, as a list of state dicts."""
+    sent = []
+
+    def fake_send(msg, buffers=None):
+        sent.append(msg)
+
+    monkeypatch.setattr(widget, "_send", fake_send)
+    return sent
+
+
+GROW = dict(k=[[1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [-1.0, 0.0]], v=[[0.0, 2.0], [1.0, 1.0], [2.0, 0.0], [3.0, 3.0]])
+SHRINK = dict(k=[[1.0, 1.0], [0.0, 1.0], [1.0, 0.0]], v=[[5.0, 5.0], [1.0, 1.0], [2.0, 0.0]])
+WIDEN = dict(q=[[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [1.0, 1.0, -1.0]], k=[[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 3.0]])
+
+
+@pytest.mark.parametrize("steps", [[GROW], [GROW, SHRINK], [WIDEN], [GROW, SHRINK, WIDEN]],
+                         ids=["grow", "grow-shrink", "change-d_k", "grow-shrink-widen"])
+def test_set_matrices_sends_one_message_with_consistent_shapes(steps, monkeypatch):
+    """The browser must never receive a K of one length with a V of another (jupyterlab.md §1):
+    every set_matrices call is ONE update message carrying the new inputs and outputs."""
+    w = AttentionExplorer()
+    sent = record_messages(w, monkeypatch)
+    for step in steps:
+        before = len(sent)
+        w.set_matrices(**step)
+        new = sent[before:]
+        assert len(new) == 1 and new[0]["method"] == "update", new
+        state = new[0]["state"]
+        assert set(step) <= set(state) and {"weights", "output", "scores"} <= set(state)
+        for name, value in step.items():
+            assert state[name] == value
+        q, k, v = (state.get(name, getattr(w, name)) for name in ("q", "k", "v"))
+        assert len(q[0]) == len(k[0]) and len(k) == len(v)
+        weights, output = lib_reference(w)
+        assert torch.allclose(torch.tensor(state["weights"], dtype=torch.float64), weights, atol=1e-12)
+        assert torch.allclose(torch.tensor(state["output"], dtype=torch.float64), output, atol=1e-12)
+        assert_matches(w)
+    # the shrink of jupyterlab.md §1: the kernel's output, which the page showed wrongly
+    if steps[-1] is SHRINK and len(steps) == 2:
+        assert w.output[0] == pytest.approx([3.006, 2.203], abs=1e-3)
+
+
+def test_refused_set_matrices_sends_nothing(monkeypatch):
+    w = AttentionExplorer()
+    sent = record_messages(w, monkeypatch)
+    with pytest.raises(ExplorerValueError):
+        w.set_matrices(k=GROW["k"])  # K grows, V does not
+    assert sent == [] and len(w.k) == 3
+
+
+def browser_edit(widget, **state):
+    """What ipywidgets does with an 'update' message from the page."""
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
+
+
+def test_a_bad_edit_from_the_browser_is_shown_in_the_widget_and_undone(monkeypatch):
+    w = AttentionExplorer()
+    sent = record_messages(w, monkeypatch)
+    before = (w.q, w.k, w.v, w.weights)
+    browser_edit(w, v=[[0.0, 2.0], [1.0, 1.0], [2.0, 0.0], [3.0, 3.0]])  # a stale 4-row V
+    assert (w.q, w.k, w.v, w.weights) == before  # nothing applied
+    assert w.error.startswith("Not applied: K and V must have the same number of rows n")
+    assert "V is (4, 2)" in w.error
+    updates = [m["state"] for m in sent if m["method"] == "update"]
+    assert {"error": w.error} in updates  # the page is told why ...
+    assert any(u.get("v") == before[2] for u in updates)  # ... and gets back the V the kernel kept
+    # a good edit applies, recomputes, and clears the error
+    browser_edit(w, q=[[2.0, 2.0], [0.0, 1.0], [1.0, 1.0]])
+    assert w.error == "" and w.q[0] == [2.0, 2.0]
+    assert_matches(w)
+    updates = [m["state"] for m in sent if m["method"] == "update"]
+    assert updates[-1].get("error") == "" or any(u.get("error") == "" for u in updates[-2:])
+
+
+def test_a_good_edit_from_the_browser_with_k_and_v_together():
+    w = AttentionExplorer()
+    browser_edit(w, **GROW)
+    assert w.error == "" and len(w.v) == 4
+    assert_matches(w)
+
+
+def test_bad_temperature_from_the_browser_is_shown():
+    w = AttentionExplorer()
+    browser_edit(w, temperature=-1.0)
+    assert w.temperature == 1.0 and "temperature must be a finite number > 0" in w.error
 
 
 def test_tensors_are_accepted():
@@ -171,6 +283,12 @@ def test_esm_is_the_js_file_and_it_keeps_the_dom_contract():
         "toFixed(3)",
         "attends most to key",
         "export default",
+        # every dimension in the shape key; inconsistent shapes refused; errors in the widget
+        "state.q.length, width(state.q), state.k.length, width(state.k), state.v.length, width(state.v)",
+        "modelProblem = shapeProblem(fresh)",
+        '"qkv-error"',
+        'model.get("error")',
+        '"data-shape"',
     ]:
         assert needle in source, needle
     for forbidden in ["http://", "https://", "import "]:  # no network, no libraries

@@ -6,7 +6,7 @@ scores, attention weights and masks.
 
 `AttentionExplorer` is an ``anywidget`` widget: in Jupyter, every change of
 an input is recomputed in Python with `lib.scaled_dot_product_attention`; in
-the static HTML book (no kernel) its JavaScript, lib/static/attention_explorer.js,
+the static HTML book (no kernel) its JavaScript, lib/widgets/static/attention_explorer.js,
 recomputes the same formula in the browser.
 """
 
@@ -141,8 +141,12 @@ class AttentionExplorer(anywidget.AnyWidget):
     changes: ``scores`` (masked entries None), ``weights``, ``output``, ``argmax``.
 
     Bad input raises `ExplorerValueError` (a ValueError) and leaves the widget
-    unchanged. To change the shapes of several matrices at once, use
-    `set_matrices`. Starts from the first example of seed 004.
+    unchanged. A bad edit that comes from the browser (the reader's typing)
+    cannot raise in a cell, so it is rejected the same way, the browser is sent
+    the values the widget kept, and the message is shown in the widget itself
+    (the synced trait ``error``, "" when all is well). To change the shapes of
+    several matrices at once, use `set_matrices`: the browser then receives
+    every new matrix in one message. Starts from the course's first example.
     """
 
     _esm = _JS_PATH.read_text(encoding="utf-8")
@@ -158,6 +162,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     weights = traitlets.List(traitlets.List(traitlets.Float())).tag(sync=True)
     output = traitlets.List(traitlets.List(traitlets.Float())).tag(sync=True)
     argmax = traitlets.List(traitlets.Int()).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)  # why the kernel refused the browser's last edit
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -184,15 +189,42 @@ class AttentionExplorer(anywidget.AnyWidget):
         with self.hold_sync():
             for name, value in values.items():
                 setattr(self, name, value)
+            self.error = ""
+
+    def set_state(self, sync_data):
+        """Apply an edit from the browser. An edit that fails validation changes
+        nothing (traitlets rolls the values back); instead of only logging the
+        error where no reader looks, show it in the widget and send the browser
+        back the values the widget kept."""
+        try:
+            super().set_state(sync_data)
+        except ExplorerValueError as err:
+            inputs = [name for name in sync_data if name in ("q", "k", "v", "scale", "causal", "temperature")]
+            self.error = f"Not applied: {err}"
+            self.send_state(inputs)
 
     def set_matrices(self, q=None, k=None, v=None) -> None:
         """Assign several of Q, K, V at once (e.g. to change n in both K and V);
-        the shapes are checked together, and nothing changes if they disagree."""
-        with self.hold_trait_notifications():
+        the shapes are checked together, and nothing changes if they disagree.
+        The browser receives the new matrices and the recomputed outputs in one
+        message, so it never sees a K of one length with a V of another."""
+        with self.hold_sync(), self.hold_trait_notifications():
             for name, value in (("q", q), ("k", k), ("v", v)):
                 if value is not None:
                     setattr(self, name, value)
 
     def summary(self) -> list[str]:
-        """One line per query, as the widget shows them: "query i attends most to key j"."""
-        return [f"query {i} attends most to key {j}" for i, j in enumerate(self.argmax)]
+        """One line per query, as the widget shows them: "query i attends most
+        to key j", followed by " (tied with key j2, ...)" when other keys get the
+        same weight (within ARGMAX_TOLERANCE), and "query i sees no key" when a
+        mask hides every key."""
+        lines = []
+        for i, (j, row) in enumerate(zip(self.argmax, self.weights)):
+            if j < 0:
+                lines.append(f"query {i} sees no key")
+                continue
+            top = max(row)
+            ties = [jj for jj, w in enumerate(row) if jj != j and top > 0 and w >= top - ARGMAX_TOLERANCE]
+            tied = f" (tied with key {', '.join(map(str, ties))})" if ties else ""
+            lines.append(f"query {i} attends most to key {j}{tied}")
+        return lines

@@ -1,4 +1,4 @@
-// The Q/K/V explorer of chapter 2: the browser half of lib/widgets.py::AttentionExplorer.
+// The Q/K/V explorer of chapter 2: the browser half of lib/widgets/attention_explorer.py::AttentionExplorer.
 //
 // The widget works in two places:
 //  * in Jupyter, every edit is sent to Python (model.set + save_changes), where lib
@@ -10,6 +10,14 @@
 //        output  = weights · V
 // No libraries, no network.
 //
+// Shapes: Q is (m, d_k), K is (n, d_k), V is (n, d_v). The buttons that change a
+// shape change every matrix involved in ONE model update (K and V together for n,
+// Q and K together for d_k), and a model whose matrices disagree (which a kernel
+// sending them in separate messages could produce) is never drawn: the explorer
+// keeps showing the last consistent inputs with their outputs and says, in its
+// error line, what it received. Errors the kernel reports (the synced `error`
+// trait) and invalid entries typed here appear in the same line.
+//
 // DOM contract (a browser test relies on it):
 //   root                .qkv-explorer
 //   matrix entries      <input type="number" data-matrix="Q|K|V" data-row="i" data-col="j">
@@ -18,6 +26,10 @@
 //   heatmap cells       data-output="scores|weights|output" data-row data-col
 //                       data-value = full-precision number ("" for a masked score),
 //                       text = the number rounded to 3 decimals
+//   shape buttons       <button data-shape="m+|m-|n+|n-|dk+|dk-|dv+|dv-">
+//   matrix captions     <caption data-shape-of="Q|K|V">Q (3×2)</caption>
+//   error line          .qkv-error (role="alert"), empty and hidden when all is well
+//   root.qkvModel       the widget's model (for tests and debugging in the console)
 
 const MATRICES = [
   ["Q", "q", "queries: what each position looks for"],
@@ -25,6 +37,7 @@ const MATRICES = [
   ["V", "v", "values: what each position passes on"],
 ];
 const INPUT_NAMES = ["q", "k", "v", "scale", "causal", "temperature"];
+const MAX_SIZE = 8; // largest m, n, d_k, d_v the shape buttons allow
 const DEFAULTS = {
   q: [[1, 0], [0, 1], [1, 1]],
   k: [[1, 1], [0, 1], [1, 0]],
@@ -52,6 +65,9 @@ const STYLE = `
 .qkv-explorer .qkv-invalid { outline: 2px solid #c00; }
 .qkv-explorer .qkv-summary { margin: 4px 0 0 0; padding-left: 18px; }
 .qkv-explorer .qkv-note { color: #555; font-size: 12px; }
+.qkv-explorer .qkv-shape button { font-size: 12px; padding: 0 6px; margin: 0 1px; }
+.qkv-explorer .qkv-error { color: #b00; font-weight: 600; margin: 4px 0; white-space: pre-wrap; }
+.qkv-explorer .qkv-error:empty { display: none; }
 `;
 
 function copyMatrix(a) {
@@ -118,14 +134,40 @@ function readState(model) {
     const value = model.get(name);
     state[name] = value === undefined || value === null ? DEFAULTS[name] : value;
   }
-  state.q = copyMatrix(state.q);
-  state.k = copyMatrix(state.k);
-  state.v = copyMatrix(state.v);
+  for (const name of ["q", "k", "v"]) {
+    state[name] = Array.isArray(state[name]) ? state[name].map((row) => (Array.isArray(row) ? row.slice() : row)) : [];
+  }
   return state;
 }
 
+function shapeOf(a) {
+  return Array.isArray(a) && a.length && Array.isArray(a[0]) ? `(${a.length}×${a[0].length})` : "(?)";
+}
+
+// Every dimension: m, width of Q, n of K, width of K, n of V, d_v.
 function shapeKey(state) {
-  return [state.q.length, state.q[0].length, state.k.length, state.v[0].length].join("x");
+  const width = (a) => (Array.isArray(a) && Array.isArray(a[0]) ? a[0].length : -1);
+  return [state.q.length, width(state.q), state.k.length, width(state.k), state.v.length, width(state.v)].join("x");
+}
+
+// null if Q, K, V can be combined; otherwise what is wrong with them.
+function shapeProblem(state) {
+  for (const [label, name] of MATRICES) {
+    const a = state[name];
+    if (!Array.isArray(a) || !a.length || !a.every((row) => Array.isArray(row) && row.length === a[0].length && row.length > 0)) {
+      return `${label} is not a non-empty rectangular matrix`;
+    }
+    if (!a.every((row) => row.every((x) => typeof x === "number" && Number.isFinite(x)))) {
+      return `${label} has an entry that is not a finite number`;
+    }
+  }
+  if (state.q[0].length !== state.k[0].length) {
+    return `Q ${shapeOf(state.q)} and K ${shapeOf(state.k)} must have the same width d_k`;
+  }
+  if (state.k.length !== state.v.length) {
+    return `K ${shapeOf(state.k)} and V ${shapeOf(state.v)} must have the same number of rows n`;
+  }
+  return null;
 }
 
 // Background colour of a heatmap cell: weights from white to blue (0..1);
@@ -145,28 +187,93 @@ function el(tag, attrs = {}, text = null) {
 }
 
 function render({ model, el: host }) {
+  // `state` is what is drawn: always a consistent set of inputs. The model may
+  // briefly hold matrices whose shapes disagree; then `modelProblem` says how.
   let state = readState(model);
+  let modelProblem = shapeProblem(state);
+  if (modelProblem) state = readState({ get: (name) => DEFAULTS[name] });
+  let entryProblem = null; // an invalid entry typed into this view
   const root = el("div", { class: "qkv-explorer" });
+  root.qkvModel = model;
   host.appendChild(root);
 
-  // Send an edit to the model. In Jupyter, Python recomputes with lib; in the
-  // static book there is no kernel, save_changes may throw, and we carry on.
-  function push(name, value) {
-    state[name] = value;
-    update();
+  // Send edits to the model, all in one update. In Jupyter, Python recomputes
+  // with lib; in the static book there is no kernel, save_changes may throw,
+  // and we carry on.
+  function pushMany(changes) {
+    const reshape = Object.keys(changes).some((name) => ["q", "k", "v"].includes(name)) &&
+      shapeKey({ ...state, ...changes }) !== shapeKey(state);
+    Object.assign(state, changes);
+    modelProblem = null;
+    if (reshape) build();
+    else update();
     try {
-      model.set(name, value);
+      model.set(changes);
       model.save_changes();
     } catch (err) {
       // static page: no comm to a kernel; the display above is already up to date
     }
+  }
+  function push(name, value) {
+    pushMany({ [name]: value });
+  }
+
+  // The shape buttons: one more or one fewer query (m), key (n, in K and V),
+  // column of Q and K (d_k) or column of V (d_v). New entries start at 0.
+  function reshaped(kind, grow) {
+    const addRow = (a) => (grow ? [...copyMatrix(a), new Array(a[0].length).fill(0)] : copyMatrix(a).slice(0, -1));
+    const addCol = (a) => copyMatrix(a).map((row) => (grow ? [...row, 0] : row.slice(0, -1)));
+    if (kind === "m") return { q: addRow(state.q) };
+    if (kind === "n") return { k: addRow(state.k), v: addRow(state.v) };
+    if (kind === "dk") return { q: addCol(state.q), k: addCol(state.k) };
+    return { v: addCol(state.v) };
+  }
+  function size(kind) {
+    return { m: state.q.length, n: state.k.length, dk: state.q[0].length, dv: state.v[0].length }[kind];
+  }
+  function shapeControls() {
+    const box = el("div", { class: "qkv-row qkv-shape" });
+    for (const [kind, label, title] of [
+      ["m", "queries m", "a query: a row of Q"],
+      ["n", "keys n", "a key: a row of K and of V"],
+      ["dk", "d_k", "a column of Q and of K"],
+      ["dv", "d_v", "a column of V"],
+    ]) {
+      const group = el("span", {}, `${label} `);
+      for (const [sign, grow] of [["-", false], ["+", true]]) {
+        const button = el("button", { type: "button", "data-shape": kind + sign, title: `${grow ? "add" : "remove"} ${title}` },
+          grow ? "+" : "−");
+        button.disabled = grow ? size(kind) >= MAX_SIZE : size(kind) <= 1;
+        button.addEventListener("click", () => {
+          if (grow ? size(kind) < MAX_SIZE : size(kind) > 1) pushMany(reshaped(kind, grow));
+        });
+        group.appendChild(button);
+      }
+      box.appendChild(group);
+    }
+    return box;
+  }
+
+  function showErrors() {
+    const line = root.querySelector(".qkv-error");
+    if (!line) return;
+    const kernel = model.get("error");
+    const messages = [];
+    if (modelProblem) {
+      messages.push(`The widget received matrices that do not fit together (${modelProblem}); ` +
+        "still showing the last consistent ones.");
+    }
+    if (entryProblem) messages.push(entryProblem);
+    if (kernel) messages.push(String(kernel));
+    line.textContent = messages.join("\n");
+    root.classList.toggle("qkv-has-error", messages.length > 0);
   }
 
   function matrixTable(label, name, title) {
     const rows = state[name].length;
     const cols = state[name][0].length;
     const table = el("table", { class: "qkv-matrix", title });
-    table.appendChild(el("caption", {}, `${label} (${rows}×${cols})`));
+    table.appendChild(el("caption", { "data-shape-of": label }, `${label} (${rows}×${cols})`));
     for (let i = 0; i < rows; i++) {
       const tr = el("tr");
       tr.appendChild(el("th", {}, `${name}${i}`));
@@ -185,9 +292,15 @@ function render({ model, el: host }) {
           const x = parseFloat(input.value);
           if (!Number.isFinite(x)) {
             input.classList.add("qkv-invalid");
+            entryProblem = `${label}[${i}][${j}] must be a number; still using ${state[name][i][j]}`;
+            showErrors();
             return;
           }
           input.classList.remove("qkv-invalid");
+          if (entryProblem) {
+            entryProblem = null;
+            showErrors();
+          }
           if (x === state[name][i][j]) return;
           const next = copyMatrix(state[name]);
           next[i][j] = x;
@@ -255,10 +368,16 @@ function render({ model, el: host }) {
       if (!Number.isFinite(t) || t <= 0) {
         tInput.classList.add("qkv-invalid");
         tInput.title = "the temperature must be a number > 0";
+        entryProblem = `the temperature must be a number > 0; still using ${state.temperature}`;
+        showErrors();
         return;
       }
       tInput.classList.remove("qkv-invalid");
       tInput.title = "";
+      if (entryProblem) {
+        entryProblem = null;
+        showErrors();
+      }
       if (t !== state.temperature) push("temperature", t);
     };
     tInput.addEventListener("input", onTemperature);
@@ -266,6 +385,8 @@ function render({ model, el: host }) {
     tLabel.appendChild(tInput);
     controls.appendChild(tLabel);
     root.appendChild(controls);
+    root.appendChild(shapeControls());
+    root.appendChild(el("div", { class: "qkv-error", role: "alert" }));
 
     const inputs = el("div", { class: "qkv-row qkv-inputs" });
     for (const [label, name, title] of MATRICES) inputs.appendChild(matrixTable(label, name, title));
@@ -300,6 +421,7 @@ function render({ model, el: host }) {
 
   // Recompute from the current inputs and redraw the three heatmaps.
   function update() {
+    showErrors();
     const result = computeAttention(state.q, state.k, state.v, state.scale, state.causal, state.temperature);
     for (const kind of ["scores", "weights", "output"]) {
       const matrix = result[kind];
@@ -347,8 +469,17 @@ function render({ model, el: host }) {
     });
   }
 
+  // The model changed (the kernel, or another view of the same widget).
+  // Matrices whose shapes disagree are refused: nothing is recomputed from
+  // them, the error line says what arrived, and the next consistent update
+  // is drawn in full.
   function onModelChange() {
     const fresh = readState(model);
+    modelProblem = shapeProblem(fresh);
+    if (modelProblem) {
+      showErrors();
+      return;
+    }
     const reshape = shapeKey(fresh) !== shapeKey(state);
     state = fresh;
     if (reshape) build();
@@ -360,8 +491,10 @@ function render({ model, el: host }) {
 
   build();
   for (const name of INPUT_NAMES) model.on(`change:${name}`, onModelChange);
+  model.on("change:error", showErrors);
   return () => {
     for (const name of INPUT_NAMES) model.off(`change:${name}`, onModelChange);
+    model.off("change:error", showErrors);
   };
 }
 
