@@ -38,3 +38,20 @@ __all__ = [
     "text_table",
     "plot_heatmap",
 ]
+from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
+    BeamStep,
+    ScriptedModel,
+    beam_trace,
+    cross_attention_ablation,
+    cross_attention_maps,
+    date_fields,
+)
+
+__all__ += [
+    "BeamStep",
+    "ScriptedModel",
+    "beam_trace",
+    "cross_attention_ablation",
+    "cross_attention_maps",
+    "date_fields",
+]

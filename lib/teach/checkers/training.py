@@ -1,5 +1,290 @@
-"""Checkers for chapter 8's coding exercises (see lib.teach.checking)."""
+"""Checkers for chapter 8's coding exercises (training and decoding).
+
+Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
+the most likely mistake by name. Tests feed each checker the solution and one
+wrong version per named mistake (tests/test_checkers_training.py).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import torch
+import torch.nn.functional as F
+
+from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.train.training import noam_lr as _noam_lr
+
+__all__ = ["check_noam_lr", "check_label_smoothed_loss", "check_beam_step"]
+
+
+# ---------------------------------------------------------------------------
+# noam_lr(step, d_model, warmup_steps)
+# ---------------------------------------------------------------------------
+
+
+def _noam_cases() -> list[Case]:
+    """Steps before, at and after the peak, for the base model and chapter 8's small one."""
+    cases = []
+    for d_model, warmup in ((512, 4000), (64, 200), (1024, 50)):
+        for step in (1, 2, warmup // 2, warmup, warmup + 1, 5 * warmup):
+            cases.append(Case((step, d_model, warmup), label=f"step {step}, d_model {d_model}, "
+                              f"warmup {warmup}"))
+    return cases
+
+
+def _noam_formula(step, d_model, warmup, exponent=-1.5, pick=min, scale=True):
+    value = pick(step**-0.5, step * warmup**exponent)
+    return d_model**-0.5 * value if scale else value
+
+
+def check_noam_lr(noam_lr) -> Verdict:
+    """Chapter 8, exercise: `noam_lr(step, d_model, warmup_steps)`, steps counted from 1.
+
+    lrate = d_model^(-0.5) · min(step^(-0.5), step · warmup_steps^(-1.5)); returns a float.
+    """
+    mistakes = [
+        Mistake(
+            "max instead of min",
+            "The rate follows the *smaller* of the two terms: the linear rise before the "
+            "warm-up ends, the step^(-0.5) decay after. Did you write max(...)?",
+            lambda s, d, w: _noam_formula(s, d, w, pick=max),
+        ),
+        Mistake(
+            "warmup_steps^(-0.5) in the rising term",
+            "The rising term is step · warmup_steps^(-1.5), so that both terms meet at "
+            "step = warmup_steps. Did you write warmup_steps**-0.5?",
+            lambda s, d, w: _noam_formula(s, d, w, exponent=-0.5),
+        ),
+        Mistake(
+            "the d_model^(-0.5) factor is missing",
+            "The whole min(...) is scaled by d_model**-0.5: did you leave it out?",
+            lambda s, d, w: _noam_formula(s, d, w, scale=False),
+        ),
+        Mistake(
+            "steps counted from 0 (off by one)",
+            "The formula counts steps from 1: step 1 is the first update. Did you add 1 to "
+            "step (as LambdaLR's 0-based counter needs, but this function does not)?",
+            lambda s, d, w: _noam_formula(s + 1, d, w),
+        ),
+        Mistake(
+            "d_model^(+0.5) instead of d_model^(-0.5)",
+            "A wider model takes *smaller* steps: did you multiply by sqrt(d_model) "
+            "instead of dividing?",
+            lambda s, d, w: d**0.5 * min(s**-0.5, s * w**-1.5),
+        ),
+    ]
+    return check_function(noam_lr, _noam_lr, _noam_cases(), mistakes, name="noam_lr")
+
+
+# ---------------------------------------------------------------------------
+# label_smoothed_loss(logits, target, smoothing, pad_id)
+# ---------------------------------------------------------------------------
+
+
+def _smoothing_cases() -> list[Case]:
+    """Random logits (..., V) with PAD targets scattered in; pad_id is not always 0."""
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for shape, smoothing, pad_id, dtype, scale in (
+        ((2, 5, 7), 0.1, 0, torch.float64, 2.0),  # (B, m, |V|)
+        ((3, 4, 11), 0.2, 0, torch.float32, 2.0),
+        ((6, 5), 0.1, 4, torch.float64, 2.0),  # (N, |V|), PAD is class 4
+        ((2, 6, 9), 0.1, 0, torch.float32, 60.0),  # large logits: exp overflows
+    ):
+        logits = torch.randn(shape, generator=g, dtype=dtype) * scale
+        V = shape[-1]
+        target = torch.randint(0, V, shape[:-1], generator=g)
+        target = torch.where(target == pad_id, (target + 1) % V, target)  # PAD only where set
+        pad = torch.rand(shape[:-1], generator=g) < 0.3
+        pad.view(-1)[0] = True
+        pad.view(-1)[1] = False
+        target = target.masked_fill(pad, pad_id)
+        label = f"logits {shape}, smoothing {smoothing}, pad_id {pad_id}"
+        cases.append(Case((logits, target, smoothing, pad_id), label=label))
+    return cases
+
+
+def _reference_smoothed(logits, target, smoothing, pad_id):
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+        ignore_index=pad_id, label_smoothing=smoothing,
+    )
+
+
+def _smoothed_terms(log_p, target, smoothing, pad_id, over=None):
+    """Per-token losses and the PAD mask, for the mistakes below."""
+    V = log_p.shape[-1]
+    keep = target != pad_id
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    if over == "K-1":  # ε spread over the K - 1 wrong classes only
+        rest = (-log_p.sum(-1) - nll) / (V - 1)
+        return (1 - smoothing) * nll + smoothing * rest, keep
+    return (1 - smoothing) * nll + smoothing * (-log_p.mean(-1)), keep
+
+
+def _as_tensor(fn):
+    """Accept a Python float as the learner's answer too."""
+
+    def wrapped(logits, target, smoothing, pad_id):
+        result = fn(logits, target, smoothing, pad_id)
+        if isinstance(result, (int, float)) and not isinstance(result, bool):
+            return torch.tensor(float(result), dtype=logits.dtype)
+        return result
+
+    return wrapped
+
+
+def check_label_smoothed_loss(label_smoothed_loss) -> Verdict:
+    """Chapter 8, exercise: `label_smoothed_loss(logits, target, smoothing, pad_id)`.
+
+    logits (..., |V|) float, target (...) class ids; the mean over non-PAD
+    tokens of H(q, p), q = (1 - smoothing)·one-hot + smoothing/|V|. Returns a
+    0-d tensor, as ``F.cross_entropy(..., label_smoothing=, ignore_index=)``.
+    """
+
+    def k_minus_1(logits, target, smoothing, pad_id):
+        per, keep = _smoothed_terms(logits.log_softmax(-1), target, smoothing, pad_id, "K-1")
+        return per[keep].mean()
+
+    def pad_included(logits, target, smoothing, pad_id):
+        per, _ = _smoothed_terms(logits.log_softmax(-1), target, smoothing, pad_id)
+        return per.mean()
+
+    def pad_in_denominator(logits, target, smoothing, pad_id):
+        per, keep = _smoothed_terms(logits.log_softmax(-1), target, smoothing, pad_id)
+        return per[keep].sum() / keep.numel()
+
+    def raw_logits(logits, target, smoothing, pad_id):
+        per, keep = _smoothed_terms(logits, target, smoothing, pad_id)
+        return per[keep].mean()
+
+    def softmax_then_log(logits, target, smoothing, pad_id):
+        per, keep = _smoothed_terms(logits.softmax(-1).log(), target, smoothing, pad_id)
+        return per[keep].mean()
+
+    mistakes = [
+        Mistake(
+            "smoothing spread over K - 1 classes instead of K",
+            "The paper's (and PyTorch's) q gives every class, the true one included, "
+            "smoothing/|V|: the true class gets 1 - ε + ε/|V|. Did you spread ε over the "
+            "|V| - 1 wrong classes only?",
+            k_minus_1,
+        ),
+        Mistake(
+            "PAD positions not excluded",
+            "PAD targets are not predictions: did you average the loss over every "
+            "position, PAD ones included? Mask them with target != pad_id.",
+            pad_included,
+        ),
+        Mistake(
+            "the mean counts PAD positions",
+            "The PAD losses are zeroed, but is the sum divided by the number of *all* "
+            "positions? Divide by the number of non-PAD targets.",
+            pad_in_denominator,
+        ),
+        Mistake(
+            "log_softmax missing (raw logits used as log-probabilities)",
+            "Logits are not log-probabilities: did you apply log_softmax(dim=-1) first?",
+            raw_logits,
+        ),
+        Mistake(
+            "softmax then log: -inf for large logits",
+            "softmax(...).log() underflows to log(0) = -inf when logits are large: did "
+            "you use logits.log_softmax(dim=-1), which subtracts the maximum first?",
+            softmax_then_log,
+        ),
+    ]
+    return check_function(
+        _as_tensor(label_smoothed_loss), _reference_smoothed, _smoothing_cases(), mistakes,
+        name="label_smoothed_loss",
+    )
+
+
+# ---------------------------------------------------------------------------
+# beam_step(scores, log_probs, beam_size)
+# ---------------------------------------------------------------------------
+
+
+def _beam_cases() -> list[Case]:
+    """Running scores (B, beam_size) and next-token log-probs (B, beam_size, |V|)."""
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for B, K, V, first, dtype in (
+        (2, 3, 7, False, torch.float64),
+        (1, 2, 5, False, torch.float32),
+        (3, 4, 6, True, torch.float32),  # the first step: one live hypothesis, the rest -inf
+        (2, 2, 9, False, torch.float64),
+    ):
+        scores = -3 * torch.rand(B, K, generator=g, dtype=dtype)
+        if first:
+            scores[:, 1:] = float("-inf")
+            scores[:, 0] = 0.0
+        log_probs = torch.randn(B, K, V, generator=g, dtype=dtype).log_softmax(-1)
+        label = f"B {B}, beam_size {K}, |V| {V}" + (", first step" if first else "")
+        cases.append(Case((scores, log_probs, K), label=label))
+    return cases
+
+
+def _reference_beam_step(scores, log_probs, beam_size):
+    B, K, V = log_probs.shape
+    candidates = (scores[..., None] + log_probs).reshape(B, K * V)  # (B, K·|V|)
+    new_scores, flat = candidates.topk(beam_size, dim=-1)  # (B, beam_size)
+    return new_scores, flat // V, flat % V
+
+
+def check_beam_step(beam_step) -> Verdict:
+    """Chapter 8, exercise: one step of beam search, `beam_step(scores, log_probs, beam_size)`.
+
+    scores (B, beam_size): the running log-probability of each hypothesis;
+    log_probs (B, beam_size, |V|): log p(next token | hypothesis). Returns
+    (new_scores, parent, token), each (B, beam_size), best first: the
+    ``beam_size`` best extensions over all beam_size·|V| candidates of a row,
+    the hypothesis each extends (parent) and the token it adds.
+    """
+
+    def own_best(scores, log_probs, beam_size):
+        best, token = (scores[..., None] + log_probs).max(dim=-1)  # (B, K)
+        parent = torch.arange(scores.shape[1]).expand_as(token)
+        return best, parent, token
+
+    def no_running_score(scores, log_probs, beam_size):
+        V = log_probs.shape[-1]
+        values, flat = log_probs.reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+        return values, flat // V, flat % V
+
+    def wrong_divisor(scores, log_probs, beam_size):
+        B, K, V = log_probs.shape
+        values, flat = (scores[..., None] + log_probs).reshape(B, K * V).topk(beam_size, dim=-1)
+        return values, flat // K, flat % K
+
+    def swapped(scores, log_probs, beam_size):
+        B, K, V = log_probs.shape
+        values, flat = (scores[..., None] + log_probs).reshape(B, K * V).topk(beam_size, dim=-1)
+        return values, flat % V, flat // V
+
+    mistakes = [
+        Mistake(
+            "top-k per hypothesis instead of over beam × vocabulary",
+            "Each hypothesis took its own best token, so every hypothesis survives. Did "
+            "you flatten (beam, vocabulary) to one axis before topk? The beam_size "
+            "winners compete across all beam_size·|V| candidates of a row.",
+            own_best,
+        ),
+        Mistake(
+            "the running score is not added",
+            "A candidate's score is its parent's score plus log p(token): did you add "
+            "scores[..., None] to log_probs before choosing?",
+            no_running_score,
+        ),
+        Mistake(
+            "parent and token with the wrong divisor",
+            "In the flattened (beam, vocabulary) axis, index = parent·|V| + token: did "
+            "you divide by |V| = log_probs.shape[-1] (not by beam_size)?",
+            wrong_divisor,
+        ),
+        Mistake(
+            "parent and token swapped",
+            "flat // |V| is the hypothesis (parent), flat % |V| the token: did you swap them?",
+            swapped,
+        ),
+    ]
+    return check_function(beam_step, _reference_beam_step, _beam_cases(), mistakes, name="beam_step")

@@ -1,0 +1,192 @@
+"""The chapter 8 exercise checkers (lib/teach/checkers/training.py).
+
+Each checker gets (a) a correct solution written here (must pass), (b) a stub
+("not implemented yet"), and (c) for every mistake it names, a wrong
+implementation written here independently, which must be recognised by name.
+"""
+
+import math
+
+import pytest
+import torch
+
+import lib
+from lib.teach.checking import NOT_IMPLEMENTED
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def mistake_names(checker, solution):
+    """The names a checker knows, read from its Verdicts on the wrong versions below."""
+    return {checker(fn).mistake for fn in solution.values()}
+
+
+# --- noam_lr ---------------------------------------------------------------------------------
+
+
+def noam_ok(step, d_model, warmup_steps):
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+NOAM_WRONG = {
+    "max instead of min": lambda s, d, w: max(1 / math.sqrt(s), s / w**1.5) / math.sqrt(d),
+    "warmup_steps^(-0.5) in the rising term": lambda s, d, w: min(1 / math.sqrt(s), s / math.sqrt(w))
+    / math.sqrt(d),
+    "the d_model^(-0.5) factor is missing": lambda s, d, w: min(1 / math.sqrt(s), s / w**1.5),
+    "steps counted from 0 (off by one)": lambda s, d, w: noam_ok(s + 1, d, w),
+    "d_model^(+0.5) instead of d_model^(-0.5)": lambda s, d, w: math.sqrt(d)
+    * min(1 / math.sqrt(s), s / w**1.5),
+}
+
+
+def test_noam_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_noam_lr(noam_ok)
+    assert lib.check_noam_lr(lambda s, d, w: lib.noam_lr(s, d, w))
+    # a tensor answer of one element is fine too
+    assert lib.check_noam_lr(lambda s, d, w: torch.tensor(noam_ok(s, d, w), dtype=torch.float64))
+    verdict = lib.check_noam_lr(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(NOAM_WRONG))
+def test_noam_checker_names_each_mistake(mistake):
+    verdict = lib.check_noam_lr(NOAM_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake
+    assert "?" in verdict.message  # the hint is a question
+
+
+def test_noam_checker_reports_an_unknown_bug_without_a_name():
+    verdict = lib.check_noam_lr(lambda s, d, w: noam_ok(s, d, w) * 1.01)
+    assert not verdict and verdict.mistake is None and "differs" in verdict.message
+
+
+# --- label_smoothed_loss -----------------------------------------------------------------------
+
+
+def smoothing_ok(logits, target, smoothing, pad_id):
+    log_p = torch.log_softmax(logits, dim=-1)
+    K = logits.shape[-1]
+    q = torch.full_like(log_p, smoothing / K)
+    q.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(log_p[..., :1], 1 - smoothing))
+    per_token = -(q * log_p).sum(-1)
+    real = target != pad_id
+    return per_token[real].mean()
+
+
+def _per_token(log_p, target, eps, wrong_classes_only=False):
+    K = log_p.shape[-1]
+    onehot = torch.nn.functional.one_hot(target, K).to(log_p.dtype)
+    if wrong_classes_only:
+        q = onehot * (1 - eps) + (1 - onehot) * eps / (K - 1)
+    else:
+        q = onehot * (1 - eps) + eps / K
+    return -(q * log_p).sum(-1)
+
+
+SMOOTHING_WRONG = {
+    "smoothing spread over K - 1 classes instead of K": lambda z, t, e, p: _per_token(
+        z.log_softmax(-1), t, e, wrong_classes_only=True
+    )[t != p].mean(),
+    "PAD positions not excluded": lambda z, t, e, p: _per_token(z.log_softmax(-1), t, e).mean(),
+    "the mean counts PAD positions": lambda z, t, e, p: torch.where(
+        t != p, _per_token(z.log_softmax(-1), t, e), torch.zeros((), dtype=z.dtype)
+    ).mean(),
+    "log_softmax missing (raw logits used as log-probabilities)": lambda z, t, e, p: _per_token(
+        z, t, e
+    )[t != p].mean(),
+    "softmax then log: -inf for large logits": lambda z, t, e, p: _per_token(
+        torch.log(torch.softmax(z, -1)), t, e
+    )[t != p].mean(),
+}
+
+
+def test_smoothing_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_label_smoothed_loss(smoothing_ok)
+    assert lib.check_label_smoothed_loss(
+        lambda z, t, e, p: lib.label_smoothed_nll(z, t, e, ignore_index=p)
+    )
+    # a Python float is accepted as the answer too
+    assert lib.check_label_smoothed_loss(lambda z, t, e, p: float(smoothing_ok(z, t, e, p)))
+    verdict = lib.check_label_smoothed_loss(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(SMOOTHING_WRONG))
+def test_smoothing_checker_names_each_mistake(mistake):
+    verdict = lib.check_label_smoothed_loss(SMOOTHING_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake
+    assert "?" in verdict.message
+
+
+def test_smoothing_checker_catches_a_hard_coded_pad_id():
+    verdict = lib.check_label_smoothed_loss(lambda z, t, e, p: smoothing_ok(z, t, e, 0))
+    assert not verdict
+
+
+# --- beam_step -------------------------------------------------------------------------------
+
+
+def beam_step_ok(scores, log_probs, beam_size):
+    B, K, V = log_probs.shape
+    total = scores.unsqueeze(-1) + log_probs  # (B, K, V)
+    order = total.reshape(B, -1).argsort(dim=-1, descending=True)[:, :beam_size]
+    new_scores = total.reshape(B, -1).gather(1, order)
+    return new_scores, torch.div(order, V, rounding_mode="floor"), order - (order // V) * V
+
+
+def _flat_top(scores, log_probs, beam_size):
+    B, K, V = log_probs.shape
+    return torch.topk((scores[:, :, None] + log_probs).flatten(1), beam_size, dim=1)
+
+
+BEAM_WRONG = {
+    "top-k per hypothesis instead of over beam × vocabulary": lambda s, lp, k: (
+        (s[:, :, None] + lp).max(-1).values,
+        torch.arange(k).repeat(s.shape[0], 1),
+        (s[:, :, None] + lp).argmax(-1),
+    ),
+    "the running score is not added": lambda s, lp, k: (
+        lp.flatten(1).topk(k, dim=1).values,
+        lp.flatten(1).topk(k, dim=1).indices // lp.shape[-1],
+        lp.flatten(1).topk(k, dim=1).indices % lp.shape[-1],
+    ),
+    "parent and token with the wrong divisor": lambda s, lp, k: (
+        _flat_top(s, lp, k).values,
+        _flat_top(s, lp, k).indices // k,
+        _flat_top(s, lp, k).indices % k,
+    ),
+    "parent and token swapped": lambda s, lp, k: (
+        _flat_top(s, lp, k).values,
+        _flat_top(s, lp, k).indices % lp.shape[-1],
+        _flat_top(s, lp, k).indices // lp.shape[-1],
+    ),
+}
+
+
+def test_beam_step_checker_passes_a_solution_and_reports_a_stub():
+    assert lib.check_beam_step(beam_step_ok)
+    verdict = lib.check_beam_step(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(BEAM_WRONG))
+def test_beam_step_checker_names_each_mistake(mistake):
+    verdict = lib.check_beam_step(BEAM_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake
+    assert "?" in verdict.message
+
+
+def test_beam_step_checker_wants_the_best_first():
+    def ascending(scores, log_probs, beam_size):
+        new, parent, token = beam_step_ok(scores, log_probs, beam_size)
+        return new.flip(-1), parent.flip(-1), token.flip(-1)
+
+    assert not lib.check_beam_step(ascending)
+
+
+def test_every_named_mistake_is_tested():
+    assert mistake_names(lib.check_noam_lr, NOAM_WRONG) == set(NOAM_WRONG)
+    assert mistake_names(lib.check_label_smoothed_loss, SMOOTHING_WRONG) == set(SMOOTHING_WRONG)
+    assert mistake_names(lib.check_beam_step, BEAM_WRONG) == set(BEAM_WRONG)
