@@ -310,3 +310,12 @@ def test_plot_heatmap_draws_the_matrix_and_blanks_masked_entries():
     with pytest.raises(ValueError, match="3 labels for 2 rows"):
         plot_heatmap(ax, [[1.0], [2.0]], ["a", "b", "c"])
     plt.close(fig)
+
+
+def test_displayed_as_itself_or_as_its_widget():
+    """Like the other explorers, `.widget` is what to display; here it is the explorer itself."""
+    w = AttentionExplorer()
+    assert w.widget is w
+    bundle = w._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == w.model_id

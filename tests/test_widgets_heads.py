@@ -89,3 +89,29 @@ def test_draw_weights_refuses_a_vector():
     ax = Figure().subplots()
     with pytest.raises(ValueError, match="matrix"):
         draw_weights(ax, torch.ones(3))
+
+
+def test_draws_into_an_image_at_twice_its_shown_size(x):
+    import ipywidgets
+
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=2)
+    first = explorer.image.value
+    assert isinstance(explorer.image, ipywidgets.Image) and first[:4] == b"\x89PNG"
+    assert not any(isinstance(child, ipywidgets.Output) for child in explorer.widget.children)
+    width = int.from_bytes(first[16:20], "big")
+    assert width == 2 * int(explorer.image.layout.width.removesuffix("px"))
+    explorer.n_heads_slider.value = 4
+    explorer.head_slider.value = 3
+    assert explorer.image.value != first and explorer.title == "head 3 of 4 (d_k = 2)"
+    assert explorer.figure.axes[0].get_title() == explorer.title
+    assert not explorer.n_heads_slider.continuous_update and not explorer.head_slider.continuous_update
+
+
+def test_displayed_as_itself_or_as_its_widget(x, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED)
+    explorer._ipython_display_()
+    assert shown == [explorer.widget]

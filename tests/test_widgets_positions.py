@@ -82,3 +82,45 @@ def test_bad_arguments_are_refused():
         PositionExplorer(d_model=16, dims=(3, 16))
     with pytest.raises(TypeError, match="d_model must be an int"):
         PositionExplorer(d_model=64.0)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dims, drawn, note", [
+    ((0, 63), (0, 7), "showing dims 0-7 of 0-63"),
+    ((10, 20), (10, 17), "showing dims 10-17 of 10-20"),
+    ((56, 63), (56, 63), ""),
+    ((3, 3), (3, 3), ""),
+])
+def test_says_when_only_some_dimensions_have_curves(dims, drawn, note):
+    """jupyterlab.md §3: the left panel drew 8 curves for dims 0-63 and said nothing."""
+    ex = PositionExplorer(d_model=64, max_pos=50, dims=dims)
+    assert ex.curve_dims == drawn and ex.curves_note == note
+    legend = [t.get_text() for t in ex.figure.axes[0].get_legend().get_texts()]
+    assert [int(t.split()[1]) for t in legend] == list(range(drawn[0], drawn[1] + 1))
+    title = ex.figure.axes[0].get_title()
+    if note:
+        assert note in ex.readout.value and note in title
+        assert f"all {dims[1] - dims[0] + 1} dimensions" in ex.readout.value
+    else:
+        assert "showing" not in ex.readout.value and title == f"curves: dims {dims[0]}-{dims[1]}"
+
+
+def test_similarity_is_an_alias_of_cosine():
+    ex = PositionExplorer(d_model=16, max_pos=30, draw=False)
+    ex.pos_b.value = 20
+    assert ex.similarity == ex.cosine
+    assert "similarity" not in vars(ex)  # one number, not two copies that could drift apart
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_image_shown_at_half_its_pixel_width_and_display(monkeypatch):
+    import IPython.display
+
+    ex = PositionExplorer(d_model=16, max_pos=30)
+    width = int.from_bytes(ex.image.value[16:20], "big")
+    assert width == 2 * int(ex.image.layout.width.removesuffix("px"))
+    assert not any(c.continuous_update for c in (ex.pos_a, ex.pos_b, ex.dims))
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    ex._ipython_display_()
+    assert shown == [ex.widget]

@@ -213,6 +213,12 @@ class AttentionExplorer(anywidget.AnyWidget):
                 if value is not None:
                     setattr(self, name, value)
 
+    @property
+    def widget(self) -> "AttentionExplorer":
+        """The ipywidgets object to display: the explorer itself (every widget of the
+        course has ``.widget``, see lib/widgets/_display.py)."""
+        return self
+
     def summary(self) -> list[str]:
         """One line per query, as the widget shows them: "query i attends most
         to key j", followed by " (tied with key j2, ...)" when other keys get the

@@ -6,18 +6,20 @@ Introduced in chapter 4 (multi-head attention); chapter 3 borrows `draw_weights`
 a seeded `lib.MultiHeadAttention` puts on a sequence. `HeadsExplorer` wraps it
 in two sliders (number of heads, head to show) and redraws a heatmap; its
 state can be driven from Python (``.n_heads_slider.value = 4``), and the
-weights on screen are always in ``.current_weights``.
+weights on screen are always in ``.current_weights``. Like the other widgets,
+it draws a PNG into an ``ipywidgets.Image`` (see lib/widgets/_display.py) and is
+displayed with ``explorer`` or ``display(explorer)`` (or ``explorer.widget``).
 """
 
 from __future__ import annotations
 
 import ipywidgets as widgets
 import torch
-from IPython.display import clear_output, display
 from matplotlib.figure import Figure
 
 from lib._checks import require_float, require_positive_int, shape
 from lib.model.attention import MultiHeadAttention
+from lib.widgets._display import DisplaysWidget, image_widget, render_png
 
 __all__ = ["head_weights", "draw_weights", "HeadsExplorer"]
 
@@ -74,14 +76,16 @@ def draw_weights(ax, weights: torch.Tensor, rows=None, cols=None, title: str | N
     return image
 
 
-class HeadsExplorer:
+class HeadsExplorer(DisplaysWidget):
     """Two sliders, number of heads and head, over one sequence; a heatmap of that head's weights.
 
     ``x`` (n, d_model) is the sequence, ``tokens`` its n labels. The choices of
     ``n_heads`` are the divisors of d_model. Everything shown comes from
     `head_weights` (same ``seed``), so a test can set the sliders and compare
-    ``current_weights`` with a layer it builds itself.
+    ``current_weights`` with a layer it builds itself; ``title`` is the heatmap's title.
     """
+
+    figsize = (4.8, 4.2)  # inches; shown at 480 × 420 CSS px
 
     def __init__(self, x: torch.Tensor, tokens: list[str], seed: int = 0, n_heads: int = 2):
         self.x = _as_sequence(x)
@@ -92,10 +96,14 @@ class HeadsExplorer:
         if n_heads not in choices:
             raise ValueError(f"n_heads must divide d_model={d_model}: one of {choices}, got {n_heads}")
         self.tokens, self.seed = list(tokens), seed
-        self.n_heads_slider = widgets.SelectionSlider(options=choices, value=n_heads, description="n_heads")
-        self.head_slider = widgets.IntSlider(value=0, min=0, max=n_heads - 1, description="head")
-        self.output = widgets.Output()
-        self.widget = widgets.VBox([widgets.HBox([self.n_heads_slider, self.head_slider]), self.output])
+        self.n_heads_slider = widgets.SelectionSlider(
+            options=choices, value=n_heads, description="n_heads", continuous_update=False
+        )
+        self.head_slider = widgets.IntSlider(
+            value=0, min=0, max=n_heads - 1, description="head", continuous_update=False
+        )
+        self.image = image_widget(self.figsize)
+        self.widget = widgets.VBox([widgets.HBox([self.n_heads_slider, self.head_slider]), self.image])
         self._updating = False
         self.n_heads_slider.observe(self._on_change, names="value")
         self.head_slider.observe(self._on_change, names="value")
@@ -118,14 +126,10 @@ class HeadsExplorer:
 
     def _draw(self) -> None:
         d_k = self.x.shape[-1] // self.current_n_heads
-        fig = Figure(figsize=(4.8, 4.2))
+        self.title = f"head {self.current_head} of {self.current_n_heads} (d_k = {d_k})"
+        fig = Figure(figsize=self.figsize)
         ax = fig.subplots()
-        draw_weights(ax, self.current_weights, self.tokens, self.tokens,
-                     title=f"head {self.current_head} of {self.current_n_heads} (d_k = {d_k})")
+        draw_weights(ax, self.current_weights, self.tokens, self.tokens, title=self.title)
         fig.tight_layout()
-        with self.output:
-            clear_output(wait=True)
-            display(fig)
-
-    def _ipython_display_(self) -> None:
-        display(self.widget)
+        self.figure = fig
+        self.image.value = render_png(fig)

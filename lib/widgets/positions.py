@@ -8,15 +8,17 @@ PNG redrawn on every change) and the numbers it shows, so a notebook (or a test)
     ex = PositionExplorer(d_model=64)
     ex.pos_a.value, ex.pos_b.value = 3, 10    # two positions
     ex.dims.value = (0, 7)                    # dimensions 0..7 (inclusive)
-    ex.similarity                             # cosine of PE[3, 0:8] and PE[10, 0:8]
+    ex.cosine                                 # cosine of PE[3, 0:8] and PE[10, 0:8]
 
 Every change of a control recomputes ``.values_a``, ``.values_b``, ``.dot``,
-``.cosine`` (= ``.similarity``) and the text in ``.readout``, then redraws.
+``.cosine`` and the text in ``.readout``, then redraws. The left panel draws
+at most ``max_curves`` sinusoids; ``.curve_dims`` says which, and the readout and
+the panel's title say so when that is fewer than the selected dimensions.
+Display it with ``ex`` or ``display(ex)`` (``display(ex.widget)`` also works).
 """
 
 from __future__ import annotations
 
-import io
 import math
 
 import ipywidgets as widgets
@@ -25,11 +27,12 @@ import torch
 
 from lib._checks import require_positive_int
 from lib.model.layers import sinusoidal_positional_encoding
+from lib.widgets._display import DisplaysWidget, image_widget, render_png
 
 __all__ = ["PositionExplorer"]
 
 
-class PositionExplorer:
+class PositionExplorer(DisplaysWidget):
     """Sliders for two positions and a range of dimensions of the sinusoidal encoding.
 
     Left panel: the selected dimensions of PE as functions of the position,
@@ -39,6 +42,7 @@ class PositionExplorer:
     """
 
     max_curves = 8  # more sinusoids than this in one panel is unreadable
+    figsize = (8.8, 3.0)  # inches; shown at 880 × 300 CSS px
 
     def __init__(self, d_model: int = 64, max_pos: int = 100, pos_a: int = 5, pos_b: int = 12,
                  dims: tuple[int, int] = (0, 5), draw: bool = True):
@@ -54,11 +58,13 @@ class PositionExplorer:
             raise ValueError(f"dims={dims} must satisfy 0 <= first <= last < d_model={d_model}")
         self.d_model, self.max_pos, self.draw = d_model, max_pos, draw
         self.pe = sinusoidal_positional_encoding(max_pos, d_model).double()  # (max_pos, d_model)
-        self.pos_a = widgets.IntSlider(value=pos_a, min=0, max=max_pos - 1, description="position a")
-        self.pos_b = widgets.IntSlider(value=pos_b, min=0, max=max_pos - 1, description="position b")
-        self.dims = widgets.IntRangeSlider(value=(lo, hi), min=0, max=d_model - 1, description="dimensions")
+        # Sliders act when released: every change redraws a figure.
+        common = {"continuous_update": False}
+        self.pos_a = widgets.IntSlider(value=pos_a, min=0, max=max_pos - 1, description="position a", **common)
+        self.pos_b = widgets.IntSlider(value=pos_b, min=0, max=max_pos - 1, description="position b", **common)
+        self.dims = widgets.IntRangeSlider(value=(lo, hi), min=0, max=d_model - 1, description="dimensions", **common)
         self.readout = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        self.image = image_widget(self.figsize)
         for control in (self.pos_a, self.pos_b, self.dims):
             control.observe(self._on_change, names="value")
         self.widget = widgets.VBox([widgets.HBox([self.pos_a, self.pos_b, self.dims]), self.readout, self.image])
@@ -77,26 +83,40 @@ class PositionExplorer:
         self.dot = float(va @ vb)
         norms = float(va.norm() * vb.norm())
         self.cosine = self.dot / norms if norms > 0 else float("nan")
-        self.similarity = self.cosine
+        self.curve_dims = (lo, min(hi, lo + self.max_curves - 1))
+        # "" when every selected dimension has its curve in the left panel
+        self.curves_note = (
+            f"showing dims {lo}-{self.curve_dims[1]} of {lo}-{hi}" if self.curve_dims[1] < hi else ""
+        )
+        note = (
+            f"<br><i>curves: {self.curves_note} (at most {self.max_curves} curves); "
+            f"the bars and both numbers use all {hi - lo + 1} dimensions</i>"
+        )
         self.readout.value = (
             f"PE[{a}, {lo}:{hi + 1}] · PE[{b}, {lo}:{hi + 1}] = <b>{self.dot:.4f}</b>, "
-            f"cosine similarity = <b>{self.cosine:.4f}</b>"
+            f"cosine similarity = <b>{self.cosine:.4f}</b>" + (note if self.curves_note else "")
         )
         if self.draw:
             self._redraw(a, b, lo, hi)
 
+    # Deprecated alias of `cosine` (chapter 6's cells read it); new code should use `cosine`.
+    @property
+    def similarity(self) -> float:
+        return self.cosine
+
     def _redraw(self, a: int, b: int, lo: int, hi: int) -> None:
-        # The figure is rendered to PNG bytes and shown in an `ipywidgets.Image`:
-        # a plain value update, with no captured output to replay or clear.
-        fig = Figure(figsize=(11, 3.4))
+        # The figure is rendered to PNG bytes and shown in an `ipywidgets.Image`
+        # (see lib/widgets/_display.py).
+        fig = Figure(figsize=self.figsize)
         left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
         positions = torch.arange(self.max_pos)
-        for d in range(lo, min(hi, lo + self.max_curves - 1) + 1):
+        for d in range(self.curve_dims[0], self.curve_dims[1] + 1):
             kind = "sin" if d % 2 == 0 else "cos"
             wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / self.d_model)
             left.plot(positions, self.pe[:, d], label=f"dim {d} ({kind}, wavelength {wavelength:.1f})")
         for p, style in ((a, "-"), (b, "--")):
             left.axvline(p, color="k", linestyle=style, linewidth=1)
+        left.set_title(f"curves: {self.curves_note or f'dims {lo}-{hi}'}", fontsize=10)
         left.set_xlabel("position")
         left.set_ylabel("PE value")
         left.legend(fontsize=7, loc="upper right")
@@ -107,11 +127,5 @@ class PositionExplorer:
         right.set_title(f"cosine = {self.cosine:.3f}", fontsize=10)
         right.legend(fontsize=7)
         fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80)
-        self.image.value = buffer.getvalue()
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
+        self.figure = fig
+        self.image.value = render_png(fig)

@@ -10,18 +10,17 @@ cell or a test can move a slider and check what was drawn without a browser.
 
 from __future__ import annotations
 
-import io
-
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from lib._checks import require_positive_int
 from lib.train.training import noam_lr
+from lib.widgets._display import DisplaysWidget, image_widget, render_png
 
 __all__ = ["ScheduleExplorer"]
 
 
-class ScheduleExplorer:
+class ScheduleExplorer(DisplaysWidget):
     """Sliders for ``noam_lr(step, d_model, warmup_steps, factor)`` and the curve they draw.
 
     After every slider change:
@@ -29,27 +28,32 @@ class ScheduleExplorer:
         curve      list of the learning rates at those steps
         peak_step  the step where the curve is highest (= warmup_steps if it lies within total_steps)
         peak_lr    the rate there
-    Display it with ``display(explorer.widget)``.
+        title      the plot's title (two lines: the settings, then the peak)
+    Display it with ``explorer`` or ``display(explorer)`` (``display(explorer.widget)`` also works).
+    The sliders act when released (``continuous_update=False``): each redraw
+    computes ``total_steps`` rates and renders a PNG.
     """
+
+    figsize = (6.4, 3.2)  # inches; shown at 640 × 320 CSS px
 
     def __init__(self, d_model: int = 512, warmup_steps: int = 4000, factor: float = 1.0, total_steps: int = 20000):
         self.total_steps = require_positive_int("total_steps", total_steps)
-        style = {"description_width": "110px"}
-        self.d_model = widgets.IntSlider(value=d_model, min=16, max=1024, step=16, description="d_model", style=style)
+        common = {"style": {"description_width": "110px"}, "continuous_update": False}
+        self.d_model = widgets.IntSlider(value=d_model, min=16, max=1024, step=16, description="d_model", **common)
         self.warmup = widgets.IntSlider(
-            value=warmup_steps, min=100, max=min(16000, total_steps), step=100, description="warmup_steps", style=style
+            value=warmup_steps, min=100, max=min(16000, total_steps), step=100, description="warmup_steps", **common
         )
-        self.factor = widgets.FloatSlider(value=factor, min=0.1, max=4.0, step=0.1, description="factor", style=style)
-        # The plot is a PNG inside an Image widget: redrawing only changes the widget's
-        # state, so it also works without a live kernel (the static book) and sends no
-        # display messages that would land in the output of the cell that moved a slider.
-        self.image = widgets.Image(format="png")
+        self.factor = widgets.FloatSlider(value=factor, min=0.1, max=4.0, step=0.1, description="factor", **common)
+        # The plot is a PNG inside an Image widget (see lib/widgets/_display.py).
+        self.image = image_widget(self.figsize)
         self.widget = widgets.VBox([self.d_model, self.warmup, self.factor, self.image])
         self.steps: list[int] = []
         self.curve: list[float] = []
         self.peak_step = 0
         self.peak_lr = 0.0
+        self.title = ""
         self.redraws = 0
+        self.figure: Figure | None = None  # the last figure drawn
         for slider in (self.d_model, self.warmup, self.factor):
             slider.observe(self._on_change, names="value")
         self.update()
@@ -65,13 +69,14 @@ class ScheduleExplorer:
         best = max(range(len(self.curve)), key=self.curve.__getitem__)
         self.peak_step, self.peak_lr = self.steps[best], self.curve[best]
         self.redraws += 1
-        fig = Figure(figsize=(6, 3))
+        # Two short lines, so the title fits the figure whatever the numbers.
+        self.title = f"d_model={d}, warmup_steps={w}, factor={f:.1f}\npeak {self.peak_lr:.2e} at step {self.peak_step}"
+        fig = Figure(figsize=self.figsize)
         ax = fig.subplots()
         ax.plot(self.steps, self.curve)
         ax.axvline(self.peak_step, color="grey", linestyle=":")
-        ax.set(xlabel="step", ylabel="learning rate",
-               title=f"d_model={d}, warmup={w}, factor={f:.1f}: peak {self.peak_lr:.2e} at step {self.peak_step}")
+        ax.set(xlabel="step", ylabel="learning rate")
+        ax.set_title(self.title, fontsize=10)
         fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80)
-        self.image.value = buffer.getvalue()
+        self.figure = fig
+        self.image.value = render_png(fig)
