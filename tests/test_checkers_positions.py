@@ -72,53 +72,75 @@ def test_table_mistakes_are_named(wrong, name):
     assert verdict.mistake == name, verdict.message
 
 
-# --- rotation_for_offset(k, d_model) -----------------------------------------------
+# --- apply_rope(x) ------------------------------------------------------------------
 
 
-def rotation(k, d_model, *, block="row", angle_of=None):
-    """Block-diagonal matrix; angle_of(i) gives pair i's rotation angle (default ω_i k)."""
-    if angle_of is None:
-        def angle_of(i):
-            return k * 10000.0 ** (-2 * i / d_model)
+def rotation(angles, d_model, *, block="row", halves=False):
+    """Matrix rotating pair i by angles[i]; pairs (2i, 2i+1), or (i, i + d/2) with halves."""
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        a = angle_of(i)
-        if block == "row":  # [sin, cos] @ block = [sin(x + a), cos(x + a)]
-            b = [[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]]
-        else:  # the column-vector rotation matrix, used on row vectors
-            b = [[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]]
-        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(b, dtype=torch.float64)
+    for i, a in enumerate(angles):
+        j, k = (i, i + d_model // 2) if halves else (2 * i, 2 * i + 1)
+        c, s = math.cos(a), math.sin(a)
+        if block == "column":  # the column-vector rotation used on row vectors
+            s = -s
+        m[j, j], m[j, k], m[k, j], m[k, k] = c, -s, s, c
     return m
 
 
-def test_rotation_solution_passes_and_shifts_the_table():
-    assert lib.check_rotation_for_offset(rotation)
-    pe = lib.sinusoidal_positional_encoding(60, 16).double()
-    for k in (1, 4, 9):
-        assert torch.allclose(pe[: 60 - k] @ rotation(k, 16), pe[k:], atol=1e-5)
+def rope(x, *, first=0, omega=None, block="row", halves=False):
+    """Row p of x times the rotation of pair i by (p + first) * omega(i, d_model)."""
+    n, d_model = x.shape[-2:]
+    if omega is None:
+        def omega(i, d):
+            return 10000.0 ** (-2 * i / d)
+    rows = []
+    for p in range(n):
+        angles = [(p + first) * omega(i, d_model) for i in range(d_model // 2)]
+        rows.append(x[..., p, :].double() @ rotation(angles, d_model, block=block, halves=halves))
+    return torch.stack(rows, dim=-2).to(x.dtype)
 
 
-def test_rotation_stub_is_not_implemented():
-    verdict = lib.check_rotation_for_offset(stub)
+def apply_rope(x):
+    n, d_model = x.shape[-2:]
+    angle = torch.arange(n)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)
+    sin, cos = torch.sin(angle), torch.cos(angle)  # (n, d_model/2)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = even * cos + odd * sin
+    out[..., 1::2] = odd * cos - even * sin
+    return out
+
+
+def test_rope_solution_passes_and_turns_position_zero_into_the_table():
+    assert lib.check_apply_rope(apply_rope)
+    assert lib.check_apply_rope(rope)
+    pe = lib.sinusoidal_positional_encoding(30, 16).double()
+    start = torch.tensor([0.0, 1.0] * 8, dtype=torch.float64).expand(30, 16)
+    assert torch.allclose(rope(start), pe, atol=1e-6)
+
+
+def test_rope_scores_depend_on_the_offset_only():
+    q, k = torch.randn(2, 1, 16, dtype=torch.float64)
+    rq, rk = rope(q.expand(40, 16)), rope(k.expand(40, 16))
+    assert math.isclose(float(rq[12] @ rk[5]), float(rq[30] @ rk[23]), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_rope_stub_is_not_implemented():
+    verdict = lib.check_apply_rope(stub)
     assert not verdict and NOT_IMPLEMENTED in verdict.message
 
 
 @pytest.mark.parametrize(
     "wrong, name",
     [
-        (lambda k, d: rotation(k, d, block="column"), "the blocks rotate the wrong way (PE[p] @ M gives PE[p - k])"),
-        (lambda k, d: rotation(k, d, angle_of=lambda i: float(k)), "the same angle k for every pair"),
-        (
-            lambda k, d: rotation(k, d, angle_of=lambda i: 10000.0 ** (-2 * i / d)),
-            "the angle ω_i, not ω_i·k (a shift by one position)",
-        ),
-        (
-            lambda k, d: rotation(k, d, angle_of=lambda i: k * 10000.0 ** (-i / d)),
-            "the exponent uses i where the formula has 2i",
-        ),
+        (lambda x: rope(x, block="column"), "the pairs rotate the wrong way"),
+        (lambda x: rope(x, omega=lambda i, d: 1.0), "the same angle p for every pair"),
+        (lambda x: rope(x, first=1), "positions counted from 1"),
+        (lambda x: rope(x, omega=lambda i, d: 10000.0 ** (-i / d)), "the exponent uses i where the formula has 2i"),
+        (lambda x: rope(x, halves=True), "pairs (i, i + d_model/2) instead of (2i, 2i + 1)"),
     ],
 )
-def test_rotation_mistakes_are_named(wrong, name):
-    verdict = lib.check_rotation_for_offset(wrong)
+def test_rope_mistakes_are_named(wrong, name):
+    verdict = lib.check_apply_rope(wrong)
     assert not verdict
     assert verdict.mistake == name, verdict.message

@@ -7,14 +7,12 @@ wrong version per named mistake (tests/test_checkers_positions.py).
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from lib.model.layers import sinusoidal_positional_encoding
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 
-__all__ = ["check_sinusoidal_table", "check_rotation_for_offset"]
+__all__ = ["check_sinusoidal_table", "check_apply_rope"]
 
 # (length, d_model): several widths, never d_model = 2 (one pair hides the layout mistakes).
 _TABLE_SIZES = ((5, 4), (12, 8), (30, 6), (50, 16), (3, 64))
@@ -90,48 +88,63 @@ def check_sinusoidal_table(sinusoidal_table) -> Verdict:
     )
 
 
-def _rotation(k: int, d_model: int, *, sign: float = 1.0, same_angle: bool = False, use_k: bool = True,
-              exponent_scale: float = 2.0) -> torch.Tensor:
-    """Block-diagonal M with 2×2 blocks [[cos a, sign·(-sin a)], [sign·sin a, cos a]] (row-vector form)."""
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        omega = 1.0 if same_angle else 10000.0 ** (-exponent_scale * i / d_model)
-        a = omega * (k if use_k else 1)
-        c, s = math.cos(a), sign * math.sin(a)
-        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
-    return m.float()
+def _rotate_pairs(x: torch.Tensor, *, first: int = 0, sign: float = 1.0, same_angle: bool = False,
+                  exponent_scale: float = 2.0, halves: bool = False) -> torch.Tensor:
+    """Rotate pair i of the row at position p (axis -2) by sign · p · ω_i, in float64.
+
+    Row-vector form, as in the chapter: [a, b] @ [[cos t, -sin t], [sin t, cos t]]
+    = [a cos t + b sin t, -a sin t + b cos t]. With ``halves`` the pairs are
+    (i, i + d_model/2) instead of (2i, 2i + 1).
+    """
+    n, d_model = x.shape[-2], x.shape[-1]
+    positions = torch.arange(first, first + n, dtype=torch.float64)
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    omega = torch.ones_like(i) if same_angle else 10000.0 ** (-exponent_scale * i / d_model)
+    t = sign * positions[:, None] * omega  # (n, d_model/2)
+    x64 = x.double()
+    a, b = (x64[..., : d_model // 2], x64[..., d_model // 2 :]) if halves else (x64[..., 0::2], x64[..., 1::2])
+    ra, rb = a * torch.cos(t) + b * torch.sin(t), -a * torch.sin(t) + b * torch.cos(t)
+    out = torch.cat([ra, rb], dim=-1) if halves else torch.stack([ra, rb], dim=-1).flatten(-2)
+    return out.to(x.dtype)
 
 
-_ROTATION_CASES = ((3, 4), (1, 8), (7, 6), (20, 16), (-5, 8), (0, 4))  # (k, d_model)
+def _rope_cases() -> list[Case]:
+    g = torch.Generator().manual_seed(0)
+    shapes = ((6, 4), (2, 10, 8), (2, 3, 12, 16), (1, 20, 6))  # (..., n, d_model); heads in the third
+    return [Case((torch.randn(shape, generator=g),), label=f"x {shape}") for shape in shapes]
 
 
-def check_rotation_for_offset(rotation_for_offset) -> Verdict:
-    """Chapter 6, exercise: `rotation_for_offset(k, d_model)`, the (d_model, d_model) matrix M_k
-    with PE[p] @ M_k == PE[p + k] for every position p (2×2 rotation blocks on the diagonal)."""
-    cases = [Case((k, d_model), label=f"k={k}, d_model={d_model}") for k, d_model in _ROTATION_CASES]
+def check_apply_rope(apply_rope) -> Verdict:
+    """Chapter 6, exercise: `apply_rope(x)`, rotary position embedding of x (..., n, d_model):
+    the row at position p (0-based, axis -2) is multiplied by M_p, so that pair i
+    (dimensions 2i, 2i+1) turns by p · ω_i with ω_i = 10000^(-2i/d_model)."""
     mistakes = [
         Mistake(
-            "the blocks rotate the wrong way (PE[p] @ M gives PE[p - k])",
-            "In row-vector form [sin, cos] @ [[cos a, -sin a], [sin a, cos a]] = [sin(x+a), cos(x+a)]. "
-            "Did you write the column-vector block, or transpose it?",
-            lambda k, d_model: _rotation(k, d_model, sign=-1.0),
+            "the pairs rotate the wrong way",
+            "Row p must become x[p] @ M_p, with blocks [[cos, -sin], [sin, cos]] in row-vector form "
+            "(the constant row [0, 1, 0, 1, ...] then turns into PE[p]). Is a sign flipped?",
+            lambda x: _rotate_pairs(x, sign=-1.0),
         ),
         Mistake(
-            "the same angle k for every pair",
-            "Pair i turns by ω_i = 10000^(-2i/d_model) per position, so its block rotates by ω_i·k, not k.",
-            lambda k, d_model: _rotation(k, d_model, same_angle=True),
+            "the same angle p for every pair",
+            "Pair i turns by ω_i = 10000^(-2i/d_model) per position: its angle is p·ω_i, not p.",
+            lambda x: _rotate_pairs(x, same_angle=True),
         ),
         Mistake(
-            "the angle ω_i, not ω_i·k (a shift by one position)",
-            "A shift by k positions turns pair i by k times its per-position angle: did you multiply by k?",
-            lambda k, d_model: _rotation(k, d_model, use_k=False),
+            "positions counted from 1",
+            "The first row is position 0 and is not rotated at all: use torch.arange(n).",
+            lambda x: _rotate_pairs(x, first=1),
         ),
         Mistake(
             "the exponent uses i where the formula has 2i",
             "ω_i = 10000^(-2i/d_model) with i the pair index (0, 1, ..., d_model/2 - 1).",
-            lambda k, d_model: _rotation(k, d_model, exponent_scale=1.0),
+            lambda x: _rotate_pairs(x, exponent_scale=1.0),
+        ),
+        Mistake(
+            "pairs (i, i + d_model/2) instead of (2i, 2i + 1)",
+            "Some libraries rotate the first half against the second half; this chapter pairs "
+            "neighbouring dimensions 2i and 2i + 1, like the sinusoidal table.",
+            lambda x: _rotate_pairs(x, halves=True),
         ),
     ]
-    return check_function(
-        rotation_for_offset, _rotation, cases, mistakes, name="rotation_for_offset"
-    )
+    return check_function(apply_rope, _rotate_pairs, _rope_cases(), mistakes, name="apply_rope")
