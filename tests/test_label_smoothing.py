@@ -62,6 +62,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"\[0, 5\)"):
         label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 7]))
     with pytest.raises(ValueError):
-        label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 2]), eps=1.5)
+        label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 2]), label_smoothing=1.5)
     with pytest.raises(ValueError, match="nothing to average"):
         label_smoothed_nll(torch.randn(2, 5), torch.tensor([0, 0]), ignore_index=0)

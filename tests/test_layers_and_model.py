@@ -95,12 +95,12 @@ def test_transformer_forward_shapes_and_masks():
     model = lib.Transformer(13, 17, d_model=D, n_heads=H, n_layers=2, d_ff=FF).eval()
     src = torch.randint(1, 13, (3, 7))
     tgt = torch.randint(1, 17, (3, 5))
-    logits = model(src, tgt, lib.padding_mask(src, 0), lib.causal_mask(5))
+    logits = model(src, tgt, src_mask=lib.padding_mask(src, 0), tgt_mask=lib.causal_mask(5))
     assert logits.shape == (3, 5, 17)
     # causality: changing the last target token leaves earlier logits unchanged
     tgt2 = tgt.clone()
     tgt2[:, -1] = (tgt[:, -1] % 16) + 1
-    logits2 = model(src, tgt2, lib.padding_mask(src, 0), lib.causal_mask(5))
+    logits2 = model(src, tgt2, src_mask=lib.padding_mask(src, 0), tgt_mask=lib.causal_mask(5))
     torch.testing.assert_close(logits[:, :-1], logits2[:, :-1])
     assert not torch.allclose(logits[:, -1], logits2[:, -1])
 

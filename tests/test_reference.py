@@ -47,7 +47,7 @@ def test_decoder_layer_matches_torch(norm_first):
     y, memory = torch.randn(2, 4, D), torch.randn(2, 5, D)
     tgt = torch.tensor([[3, 2, 0, 0], [1, 2, 3, 4]])
     src = torch.tensor([[4, 2, 7, 0, 0], [1, 2, 3, 4, 5]])
-    got = ours(y, memory, lib.causal_mask(4) & lib.padding_mask(tgt, 0), lib.padding_mask(src, 0))
+    got = ours(y, memory, tgt_mask=lib.causal_mask(4) & lib.padding_mask(tgt, 0), memory_mask=lib.padding_mask(src, 0))
     expected = theirs(y, memory, tgt_mask=~lib.causal_mask(4), tgt_key_padding_mask=_pad(tgt),
                       memory_key_padding_mask=_pad(src))
     assert torch.allclose(got, expected, atol=1e-5)

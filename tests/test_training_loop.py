@@ -58,7 +58,7 @@ def test_train_step_matches_cross_entropy_loss():
     b = make_batch([("2019-03-07", "March 7, 2019"), ("2001-1-2", "January 2, 2001")], DATE_VOCAB)
     model.train()
     with torch.no_grad():
-        logits = model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)
+        logits = model(b.src, b.tgt_in, src_mask=b.src_mask, tgt_mask=b.tgt_mask)
     ref = torch.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0)(logits.flatten(0, 1), b.tgt_out.flatten())
     loss = train_step(model, b, opt, None, label_smoothing=0.1, pad_id=0)
     assert abs(loss - float(ref)) < 1e-5  # dropout is 0: the same forward pass

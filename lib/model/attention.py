@@ -19,10 +19,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib._checks import (
+    require_bool,
     require_float,
     require_mask,
+    require_matches_module,
     require_positive_int,
     require_probability,
+    require_same_kind,
     require_tensor,
     shape,
 )
@@ -40,6 +43,9 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         require_float(name, t)
         if t.dim() < 2:
             raise ValueError(f"{name} needs at least 2 dimensions (..., length, features), got {shape(t)}")
+    require_same_kind(q=q, k=k, v=v)
+    if q.shape[-1] == 0:
+        raise ValueError(f"q and k need at least one feature (d_k > 0) to score with: q is {shape(q)}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share their last (feature) size d_k: q is {shape(q)}, k is {shape(k)}"
@@ -65,31 +71,40 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, the textbook way.
 
-    q: (..., m, d_k), k: (..., n, d_k), v: (..., n, d_v);
+    q: (..., m, d_k), k: (..., n, d_k), v: (..., n, d_v), one float dtype and device;
     mask: bool, broadcastable to (..., m, n), True = may attend.
     Returns ``(output, weights)``: output (..., m, d_v) and weights (..., m, n).
 
     Each row of weights sums to 1, except a query whose every key is masked:
     it gets all-zero weights and so a zero output, never NaN. ``softmax``
     subtracts each row's maximum, so huge scores do not overflow.
-    Dropout (as in the paper, on the weights) is applied when ``dropout_p > 0``.
+
+    With ``dropout_p > 0`` the weights are dropped out. The paper describes
+    dropout only on each sub-layer's output and on the embedding + position
+    sums; dropping the attention weights is tensor2tensor's and the Annotated
+    Transformer's practice (and ``nn.MultiheadAttention``'s), which `lib` follows.
     """
     check_qkv(q, k, v)
     dropout_p = require_probability("dropout_p", dropout_p)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     scores_shape = torch.Size((*batch, q.shape[-2], k.shape[-2]))
     if mask is not None:
-        mask = require_mask(mask, scores_shape, "scores (..., m, n)")
+        mask = require_mask(mask, scores_shape, "scores (..., m, n)", device=q.device)
 
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., m, n)
+    # q is scaled *before* the matmul, as PyTorch does: Q Kᵀ sums d_k products and
+    # would overflow float16 (largest value 65504) sooner than (Q/√d_k) Kᵀ. For
+    # float16/bfloat16 inputs the scores and the softmax are computed in float32,
+    # as PyTorch's fused kernels accumulate, so attention stays finite where theirs does.
+    acc = torch.promote_types(q.dtype, torch.float32)  # float32 for half inputs
+    scores = (q.to(acc) / math.sqrt(d_k)) @ k.to(acc).transpose(-2, -1)  # (..., m, n)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
         # A row with no allowed key would be softmax(-inf, ..., -inf) = 0/0 = NaN.
         # Give it finite scores here and zero its weights after the softmax.
         empty_rows = ~mask.any(dim=-1, keepdim=True)  # (..., m, 1)
         scores = scores.masked_fill(empty_rows, 0.0)
-    weights = scores.softmax(dim=-1)  # (..., m, n)
+    weights = scores.softmax(dim=-1).to(v.dtype)  # (..., m, n)
     if mask is not None:
         weights = weights.masked_fill(empty_rows, 0.0)
     if dropout_p > 0.0:
@@ -129,9 +144,12 @@ class MultiHeadAttention(nn.Module):
 
     In eval mode (or with ``fused=False``) the forward pass runs the textbook
     `scaled_dot_product_attention` above and keeps the weights in
-    ``.attention_weights`` (B, h, m, n) for plotting. In train mode it takes
-    PyTorch's fused ``F.scaled_dot_product_attention``, which never stores the
-    (m, n) weights and is much cheaper; the result is the same function.
+    ``.attention_weights`` (B, h, m, n) for plotting. In train mode it calls
+    PyTorch's ``F.scaled_dot_product_attention``, the same function; when
+    PyTorch dispatches it to a fused backend (FlashAttention or memory-efficient
+    attention, typically on a GPU) the (m, n) weights are never stored at all,
+    while its CPU math fallback does build them. ``.attention_weights`` is then None.
+    ``dropout`` applies to the attention weights (see `scaled_dot_product_attention`).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = True):
@@ -148,7 +166,8 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = n_heads
         self.d_k = d_model // n_heads
         self.dropout = require_probability("dropout", dropout)
-        self.fused = bool(fused)
+        self.fused = require_bool("fused", fused)
+        require_bool("bias", bias)
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
@@ -165,6 +184,7 @@ class MultiHeadAttention(nn.Module):
                     f"{name} has last dimension {t.shape[-1]}, but this layer has d_model={self.d_model}: "
                     f"{name} is {shape(t)}"
                 )
+            require_matches_module(name, t, self)
         if key.shape[1] != value.shape[1]:
             raise ValueError(
                 f"key and value must have the same length n: key is {shape(key)}, value is {shape(value)}"
@@ -175,13 +195,14 @@ class MultiHeadAttention(nn.Module):
             )
         if mask is not None:
             target = torch.Size((query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
-            require_mask(mask, target, "scores (B, n_heads, m, n)")
+            require_mask(mask, target, "scores (B, n_heads, m, n)", device=query.device)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, L, _ = x.shape
         return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         """query (B, m, d_model), key and value (B, n, d_model) -> (B, m, d_model).
 
         mask: bool, broadcastable to (B, h, m, n); True = may attend.
@@ -206,16 +227,19 @@ class MultiHeadAttention(nn.Module):
 
     def _fused_attention(self, q, k, v, mask):
         p = self.dropout if self.training else 0.0
+        # is_causal=True would let PyTorch pick FlashAttention on a GPU, but telling a
+        # purely causal mask from any other bool mask means reading its values (a
+        # device->host sync on every call), so the mask is always passed as given.
         if mask is None:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
-        # The fused kernel returns NaN for a query with no allowed key; open such
-        # rows up for the kernel and zero their output afterwards, as the textbook path does.
+        # A query with no allowed key: some backends return NaN for it (torch 2.13's
+        # CPU path returns 0). Opening such rows for the kernel and zeroing their
+        # output afterwards makes the result backend-independent and equal to the
+        # textbook path's. Done unconditionally: testing `empty_rows.any()` first
+        # would force a device->host sync on every call.
         empty_rows = ~mask.any(dim=-1, keepdim=True)  # broadcastable to (B, h, m, 1)
-        if bool(empty_rows.any()):
-            mask = mask | empty_rows
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-            return out.masked_fill(empty_rows, 0.0)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | empty_rows, dropout_p=p)
+        return out.masked_fill(empty_rows, 0.0)  # (B, h, m, d_k)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}, dropout={self.dropout}"

@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib._checks import require_positive_int, require_token_ids
+from lib._checks import require_positive_int, require_token_id, require_token_ids
 from lib.model.attention import causal_mask
 from lib.model.layers import TokenEmbedding
-from lib.model.transformer import EncoderLayer, check_stack_sizes, init_parameters, make_positional
+from lib.model.transformer import EncoderLayer, _check_stack_sizes, _init_parameters, _make_positional
 
 __all__ = ["EncoderOnlyModel", "DecoderOnlyModel"]
 
@@ -32,12 +32,12 @@ class _TokenStack(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional):
         super().__init__()
         require_positive_int("vocab_size", vocab_size)
-        check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional)
+        _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first)
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.n_heads = n_heads
         self.embed = TokenEmbedding(vocab_size, d_model)
-        self.pos = make_positional(positional, d_model, max_len, dropout)
+        self.pos = _make_positional(positional, d_model, max_len, dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
         )
@@ -45,19 +45,18 @@ class _TokenStack(nn.Module):
         # The output head shares the embedding matrix (weight tying, as BERT and GPT do).
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.embed.embedding.weight
-        init_parameters(self, d_model)  # as `lib.Transformer` is
+        _init_parameters(self, d_model)  # as `lib.Transformer` is
 
     def _run(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        x = self.pos(self.embed(tokens))  # (B, L, d_model)
+        x = self.pos(self.embed(tokens, check_ids=False))  # (B, L, d_model); checked in forward
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask=mask)
         return self.head(self.final_norm(x))  # (B, L, vocab_size)
 
     def _padding(self, tokens: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
         if pad_id is None:
             return None
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-            raise TypeError(f"pad_id must be an int or None, got {type(pad_id).__name__}")
+        require_token_id("pad_id", pad_id, self.vocab_size)
         return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, L)
 
 

@@ -10,7 +10,14 @@ import math
 import torch
 from torch import nn
 
-from lib._checks import require_float, require_positive_int, require_probability, require_token_ids, shape
+from lib._checks import (
+    require_float,
+    require_matches_module,
+    require_positive_int,
+    require_probability,
+    require_token_ids,
+    shape,
+)
 
 __all__ = [
     "PositionwiseFeedForward",
@@ -26,7 +33,9 @@ class PositionwiseFeedForward(nn.Module):
 
     ``linear1`` is (d_model -> d_ff), ``linear2`` is (d_ff -> d_model); the
     paper's base model uses d_ff = 4 d_model = 2048. Dropout, when asked for,
-    sits after the ReLU (where ``nn.TransformerEncoderLayer`` puts it).
+    sits after the ReLU. The paper drops only the sub-layer's *output* (which
+    the surrounding layer does); dropping the hidden activations too is
+    tensor2tensor's practice, and where ``nn.TransformerEncoderLayer`` puts it.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
@@ -41,6 +50,7 @@ class PositionwiseFeedForward(nn.Module):
         require_float("x", x)
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x has last dimension {x.shape[-1]}, expected d_model={self.d_model}: x is {shape(x)}")
+        require_matches_module("x", x, self)
         hidden = torch.relu(self.linear1(x))  # (..., d_ff)
         return self.linear2(self.dropout(hidden))  # (..., d_model)
 
@@ -68,22 +78,25 @@ def sinusoidal_positional_encoding(length: int, d_model: int) -> torch.Tensor:
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds the fixed sinusoidal encoding to (B, L, d_model) embeddings, then dropout."""
+    """Adds the fixed sinusoidal encoding to (B, L, d_model) embeddings, then dropout
+    (the paper's dropout on the sums of embeddings and positional encodings)."""
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
         super().__init__()
-        self.d_model = d_model
+        self.d_model = require_positive_int("d_model", d_model)
         self.max_len = require_positive_int("max_len", max_len)
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(require_probability("dropout", dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_embedded(x, self.d_model, self.max_len)
-        return self.dropout(x + self.pe[: x.shape[1]])  # (B, L, d_model)
+        if x.device != self.pe.device:
+            raise ValueError(f"x is on {x.device} but this module is on {self.pe.device}; move one of them")
+        return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # (B, L, d_model)
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a learned vector per position (seed 001's choice, and BERT's/GPT's), then dropout.
+    """Adds a learned vector per position (BERT's and GPT's choice), then dropout.
 
     Unlike the sinusoidal encoding it has no value at all for positions
     beyond ``max_len``: such inputs are refused.
@@ -91,13 +104,14 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
         super().__init__()
-        self.d_model = d_model
+        self.d_model = require_positive_int("d_model", d_model)
         self.max_len = require_positive_int("max_len", max_len)
         self.embedding = nn.Embedding(max_len, d_model)
         self.dropout = nn.Dropout(require_probability("dropout", dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_embedded(x, self.d_model, self.max_len)
+        require_matches_module("x", x, self)
         positions = torch.arange(x.shape[1], device=x.device)
         return self.dropout(x + self.embedding(positions))  # (B, L, d_model)
 
@@ -114,7 +128,9 @@ class TokenEmbedding(nn.Module):
     """Token ids (B, L) -> vectors (B, L, d_model), multiplied by √d_model (paper, section 3.4).
 
     Ids outside [0, vocab_size) are refused with a ValueError naming the id,
-    rather than torch's opaque "index out of range".
+    rather than torch's opaque "index out of range". Ids of a narrow integer
+    dtype (int8, int16, uint8) are accepted and converted to int64, the index
+    type ``nn.Embedding`` needs.
     """
 
     def __init__(self, vocab_size: int, d_model: int):
@@ -127,6 +143,13 @@ class TokenEmbedding(nn.Module):
     def weight(self) -> nn.Parameter:
         return self.embedding.weight
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        require_token_ids("tokens", tokens, self.vocab_size)
+    def forward(self, tokens: torch.Tensor, *, check_ids: bool = True) -> torch.Tensor:
+        """``check_ids=False`` skips the range check (a device->host sync) when the
+        caller has already checked the ids, as `lib.Transformer` does once per call."""
+        if check_ids:
+            require_token_ids("tokens", tokens, self.vocab_size)
+        if tokens.device != self.weight.device:
+            raise ValueError(f"tokens are on {tokens.device} but the embedding is on {self.weight.device}")
+        if tokens.dtype not in (torch.int64, torch.int32):
+            tokens = tokens.long()  # nn.Embedding indexes with int32/int64 only
         return self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, d_model)

@@ -6,7 +6,12 @@ Each sub-layer (attention or feed-forward) is wrapped in a residual
 connection and a LayerNorm, in one of two orders:
 
     post-LN (the paper, ``norm_first=False``):  x = LayerNorm(x + Dropout(Sublayer(x)))
-    pre-LN  (seed 001, ``norm_first=True``):    x = x + Dropout(Sublayer(LayerNorm(x)))
+    pre-LN  (``norm_first=True``):              x = x + Dropout(Sublayer(LayerNorm(x)))
+
+Dropout: the paper drops each sub-layer's output (the ``Dropout`` above) and
+the sums of embeddings and positional encodings. Like tensor2tensor, the
+Annotated Transformer and ``nn.Transformer``, `lib` also drops the attention
+weights and the feed-forward network's hidden activations (same rate).
 
 A pre-LN stack leaves its output un-normalized, so `Transformer` adds a final
 LayerNorm after the last encoder and the last decoder layer in that case
@@ -20,7 +25,15 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from lib._checks import require_float, require_positive_int, require_probability, require_token_ids, shape
+from lib._checks import (
+    require_bool,
+    require_float,
+    require_matches_module,
+    require_positive_int,
+    require_probability,
+    require_token_ids,
+    shape,
+)
 from lib.model.attention import MultiHeadAttention
 from lib.model.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
 
@@ -37,18 +50,21 @@ class TransformerConfig:
     n_heads: int = 8  # attention heads; d_k = d_v = d_model / n_heads = 64
     n_layers: int = 6  # encoder layers, and as many decoder layers
     d_ff: int = 2048  # inner width of the feed-forward network, 4 d_model
-    dropout: float = 0.1  # P_drop, on every sub-layer output and on the embeddings
+    # P_drop: on every sub-layer output and on the embedding + position sums (the
+    # paper), and also on the attention weights and FFN activations (as tensor2tensor does)
+    dropout: float = 0.1
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     share_embeddings: bool = False  # tie source, target embeddings and output projection
     max_len: int = 5000  # longest sequence the positional encoding covers
-    positional: str = "sinusoidal"  # "sinusoidal" (paper) or "learned" (seed 001)
+    positional: str = "sinusoidal"  # "sinusoidal" (paper) or "learned" (BERT, GPT)
 
     def build(self) -> "Transformer":
         return Transformer(**asdict(self))
 
 
-def check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional) -> None:
+def _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first) -> None:
     """The checks every stack of layers needs (`Transformer`, and the models of `lib.families`)."""
+    require_bool("norm_first", norm_first)
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers),
                         ("d_ff", d_ff), ("max_len", max_len)):
         require_positive_int(name, value)
@@ -59,27 +75,41 @@ def check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positi
         raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
 
 
-def make_positional(positional: str, d_model: int, max_len: int, dropout: float) -> nn.Module:
-    """The module that adds positions: the paper's sinusoids, or learned vectors (seed 001)."""
+def _make_positional(positional: str, d_model: int, max_len: int, dropout: float) -> nn.Module:
+    """The module that adds positions: the paper's sinusoids, or learned vectors."""
     position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
     return position(d_model, max_len=max_len, dropout=dropout)
 
 
-def init_parameters(model: nn.Module, d_model: int) -> None:
-    """Xavier-uniform for every matrix, as nn.Transformer does; embeddings get
-    N(0, 1/d_model), so that after the × √d_model they have unit scale."""
-    for name, p in model.named_parameters():
+def _init_parameters(model: nn.Module, d_model: int) -> None:
+    """Initialise every weight matrix, chosen by the module that owns it.
+
+    - ``nn.Embedding`` tables get N(0, 1/d_model). For token embeddings
+      (`TokenEmbedding` wraps an ``nn.Embedding``) the × √d_model of the forward
+      pass brings them to unit scale. Learned positional tables
+      (`LearnedPositionalEmbedding`, also an ``nn.Embedding``) get the same
+      N(0, 1/d_model) but are added *without* the √d_model factor, so they start
+      √d_model times smaller than the token embeddings (GPT-2 also starts its
+      positions small).
+    - Every other matrix (the ``nn.Linear`` weights) is Xavier-uniform, as in
+      ``nn.Transformer``. Biases and LayerNorm keep PyTorch's defaults.
+
+    A tied matrix is initialised once, by the first module that registers it.
+    """
+    embedding_tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    for p in model.parameters():  # registration order, each tied matrix once
         if p.dim() > 1:
-            if "embed" in name:
+            if id(p) in embedding_tables:
                 nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
             else:
                 nn.init.xavier_uniform_(p)
 
 
-def _check_layer_input(name: str, x: torch.Tensor, d_model: int) -> None:
+def _check_layer_input(name: str, x: torch.Tensor, layer: nn.Module) -> None:
     require_float(name, x)
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape (B, L, d_model={d_model}), got {shape(x)}")
+    if x.dim() != 3 or x.shape[-1] != layer.d_model:
+        raise ValueError(f"{name} must have shape (B, L, d_model={layer.d_model}), got {shape(x)}")
+    require_matches_module(name, x, layer)
 
 
 class EncoderLayer(nn.Module):
@@ -88,7 +118,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         self.d_model = d_model
-        self.norm_first = norm_first
+        self.norm_first = require_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
         self.norm1 = nn.LayerNorm(d_model)
@@ -98,7 +128,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n)."""
-        _check_layer_input("x", x, self.d_model)
+        _check_layer_input("x", x, self)
         if self.norm_first:
             y = self.norm1(x)
             x = x + self.dropout1(self.self_attn(y, y, y, mask))
@@ -115,7 +145,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         self.d_model = d_model
-        self.norm_first = norm_first
+        self.norm_first = require_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
@@ -126,14 +156,23 @@ class DecoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """x (B, m, d_model), memory (B, n, d_model) -> (B, m, d_model).
 
         tgt_mask broadcastable to (B, h, m, m) (causal, and padding of the target);
         memory_mask broadcastable to (B, h, m, n) (padding of the source).
+        Both are keyword-only: two bool masks passed in the wrong order would
+        broadcast without complaint.
         """
-        _check_layer_input("x", x, self.d_model)
-        _check_layer_input("memory", memory, self.d_model)
+        _check_layer_input("x", x, self)
+        _check_layer_input("memory", memory, self)
         if x.shape[0] != memory.shape[0]:
             raise ValueError(f"x {shape(x)} and memory {shape(memory)} must share the batch size B")
         if self.norm_first:
@@ -180,22 +219,24 @@ class Transformer(nn.Module):
         super().__init__()
         require_positive_int("src_vocab_size", src_vocab_size)
         require_positive_int("tgt_vocab_size", tgt_vocab_size)
-        check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional)
+        _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first)
+        require_bool("share_embeddings", share_embeddings)
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True ties one embedding matrix across source, target and output, "
                 f"so the vocabularies must match: src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}"
             )
-        self.config = TransformerConfig(
-            src_vocab_size, tgt_vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
-            norm_first, share_embeddings, max_len, positional,
+        self.config = TransformerConfig(  # by keyword: a new field cannot shift the others
+            src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=d_model,
+            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=dropout, norm_first=norm_first,
+            share_embeddings=share_embeddings, max_len=max_len, positional=positional,
         )
         self.d_model = d_model
 
         self.src_embed = TokenEmbedding(src_vocab_size, d_model)
         self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model)
-        self.src_pos = make_positional(positional, d_model, max_len, dropout)
-        self.tgt_pos = make_positional(positional, d_model, max_len, dropout)
+        self.src_pos = _make_positional(positional, d_model, max_len, dropout)
+        self.tgt_pos = _make_positional(positional, d_model, max_len, dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
         )
@@ -206,38 +247,65 @@ class Transformer(nn.Module):
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, tgt_vocab_size, bias=False)
-        init_parameters(self, d_model)
+        _init_parameters(self, d_model)
         if share_embeddings:
             self.tgt_embed.embedding.weight = self.src_embed.embedding.weight
             self.generator.weight = self.src_embed.embedding.weight
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    # The public entry points check the token ids once (reading their values is a
+    # device->host sync); `_encode` and `_decode` then run without re-checking.
+
+    def encode(self, src: torch.Tensor, *, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """src (B, n) token ids -> memory (B, n, d_model); src_mask broadcastable to (B, h, n, n)."""
         require_token_ids("src", src, self.config.src_vocab_size)
-        x = self.src_pos(self.src_embed(src))  # (B, n, d_model)
-        for layer in self.encoder_layers:
-            x = layer(x, src_mask)
-        return self.encoder_norm(x)
+        return self._encode(src, src_mask)
 
-    def decode(self, tgt, memory, src_mask=None, tgt_mask=None) -> torch.Tensor:
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """tgt (B, m) token ids, memory (B, n, d_model) -> logits (B, m, tgt_vocab_size).
 
         tgt_mask broadcastable to (B, h, m, m); src_mask broadcastable to (B, h, m, n)
         (a `padding_mask` of the source, (B, 1, 1, n), fits both encoder and decoder).
         """
         require_token_ids("tgt", tgt, self.config.tgt_vocab_size)
-        y = self.tgt_pos(self.tgt_embed(tgt))  # (B, m, d_model)
-        for layer in self.decoder_layers:
-            y = layer(y, memory, tgt_mask, src_mask)
-        return self.generator(self.decoder_norm(y))  # (B, m, tgt_vocab_size)
+        return self._decode(tgt, memory, src_mask, tgt_mask)
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
-        """src (B, n), tgt (B, m) token ids -> logits (B, m, tgt_vocab_size)."""
+    def forward(
+        self,
+        src: torch.Tensor,
+        tgt: torch.Tensor,
+        *,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """src (B, n), tgt (B, m) token ids -> logits (B, m, tgt_vocab_size).
+
+        The masks are keyword-only: both are bool and both broadcast, so a swap
+        by position would go unnoticed.
+        """
         require_token_ids("src", src, self.config.src_vocab_size)
         require_token_ids("tgt", tgt, self.config.tgt_vocab_size)
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src {shape(src)} and tgt {shape(tgt)} must share the batch size B")
-        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+        return self._decode(tgt, self._encode(src, src_mask), src_mask, tgt_mask)
+
+    def _encode(self, src, src_mask):
+        x = self.src_pos(self.src_embed(src, check_ids=False))  # (B, n, d_model)
+        for layer in self.encoder_layers:
+            x = layer(x, mask=src_mask)
+        return self.encoder_norm(x)
+
+    def _decode(self, tgt, memory, src_mask, tgt_mask):
+        y = self.tgt_pos(self.tgt_embed(tgt, check_ids=False))  # (B, m, d_model)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
+        return self.generator(self.decoder_norm(y))  # (B, m, tgt_vocab_size)
 
     def count_parameters(self) -> int:
         """Trainable parameters, each tied matrix counted once."""

@@ -11,7 +11,15 @@ from lib.train.dates import (
     make_date_split,
     sample_pairs,
 )
-from lib.train.decoding import beam_search, exact_match, greedy_decode, sequence_log_prob, translate
+from lib.train.decoding import (
+    BeamSearchResult,
+    beam_search,
+    exact_match,
+    gnmt_length_penalty,
+    greedy_decode,
+    sequence_log_prob,
+    translate,
+)
 from lib.train.training import (
     FitResult,
     fit,
@@ -38,6 +46,8 @@ __all__ = [
     "make_date_split",
     "sample_pairs",
     "beam_search",
+    "BeamSearchResult",
+    "gnmt_length_penalty",
     "exact_match",
     "greedy_decode",
     "sequence_log_prob",

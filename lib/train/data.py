@@ -87,6 +87,7 @@ class Batch:
     tgt_out  (B, m)        target + EOS: what it must predict, PAD on the right
     src_mask (B, 1, 1, n)  True on real source tokens (for encoder and cross-attention)
     tgt_mask (B, 1, m, m)  causal AND True on real target tokens
+    pad_id                 the vocabulary's PAD id
     """
 
     src: torch.Tensor
@@ -94,11 +95,23 @@ class Batch:
     tgt_out: torch.Tensor
     src_mask: torch.Tensor
     tgt_mask: torch.Tensor
+    pad_id: int = 0
 
     @property
     def n_tokens(self) -> int:
         """Target tokens that count in the loss (everything but PAD)."""
-        return int((self.tgt_out != 0).sum())
+        return int((self.tgt_out != self.pad_id).sum())
+
+    @property
+    def device(self) -> torch.device:
+        return self.src.device
+
+    def to(self, device: torch.device | str) -> "Batch":
+        """The same batch on ``device`` (itself if it is there already)."""
+        if torch.device(device) == self.src.device:
+            return self
+        return Batch(*(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)),
+                     pad_id=self.pad_id)
 
 
 def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
@@ -106,8 +119,9 @@ def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
-def make_batch(pairs, vocab: CharVocab) -> Batch:
-    """(source, target) string pairs -> a padded `Batch` with its masks.
+def make_batch(pairs, vocab: CharVocab, device: torch.device | str | None = None) -> Batch:
+    """(source, target) string pairs -> a padded `Batch` with its masks, on ``device``
+    (the CPU by default).
 
     Raises ValueError for an empty list, a pair that is not two strings, an
     empty string or a character outside ``vocab``.
@@ -126,5 +140,6 @@ def make_batch(pairs, vocab: CharVocab) -> Batch:
     src_mask = padding_mask(src, vocab.pad_id)  # (B, 1, 1, n)
     m = tgt_in.shape[1]
     tgt_mask = causal_mask(m)[None, None] & padding_mask(tgt_in, vocab.pad_id)  # (B, 1, m, m)
-    return Batch(src, tgt_in, tgt_out, src_mask, tgt_mask)
+    batch = Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=vocab.pad_id)
+    return batch if device is None else batch.to(device)
 

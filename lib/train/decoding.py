@@ -4,22 +4,57 @@ Introduced in chapter 8 (training).
 
 Both functions work with any model that has the two halves of `lib.Transformer`:
 
-    model.encode(src, src_mask)                   -> memory (B, n, d_model)
-    model.decode(tgt, memory, src_mask, tgt_mask) -> logits (B, m, V)
+    model.encode(src, src_mask=...)                       -> memory (B, n, d_model)
+    model.decode(tgt, memory, src_mask=..., tgt_mask=...) -> logits (B, m, |V|)
 
-They put the model in eval mode, run under ``torch.no_grad()`` and return ids
-*without* the leading BOS, each row ending at its EOS and padded with
-``pad_id`` after it (a row that never produced EOS within ``max_len`` is cut).
+They put the model in eval mode, run under ``torch.no_grad()``, work on the
+model's device (``src`` is moved there) and return ids *without* the leading
+BOS, each row ending at its EOS and padded with ``pad_id`` after it.
+
+Both re-run the decoder on the whole prefix at every step, so producing L
+tokens costs O(L²) decoder work per sequence. Production decoders keep a
+*KV cache* (the keys and values of the prefix, computed once) to avoid that;
+the course keeps the simpler loop.
 """
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import torch
 
-from lib._checks import require_positive_int, require_tensor, shape
+from lib._checks import (
+    require_bool,
+    require_number,
+    require_positive_int,
+    require_tensor,
+    require_token_id,
+    require_token_ids,
+    shape,
+)
 from lib.model.attention import causal_mask, padding_mask
 
-__all__ = ["greedy_decode", "beam_search", "sequence_log_prob", "translate", "exact_match"]
+__all__ = [
+    "greedy_decode",
+    "beam_search",
+    "BeamSearchResult",
+    "gnmt_length_penalty",
+    "sequence_log_prob",
+    "translate",
+    "exact_match",
+]
+
+
+def _model_device(model) -> torch.device:
+    p = next(model.parameters(), None) if hasattr(model, "parameters") else None
+    return p.device if p is not None else torch.device("cpu")
+
+
+def _target_vocab_size(model) -> int | None:
+    """|V| of the model's output, if the model says (a `lib.Transformer` does)."""
+    config = getattr(model, "config", None)
+    return getattr(config, "tgt_vocab_size", None)
 
 
 def _check_src(src: torch.Tensor) -> torch.Tensor:
@@ -31,10 +66,14 @@ def _check_src(src: torch.Tensor) -> torch.Tensor:
     return src
 
 
-def _check_ids(**ids: int) -> None:
+def _check_ids(vocab_size: int | None, **ids: int) -> None:
     for name, value in ids.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int token id, got {value!r}")
+        require_token_id(name, value, vocab_size)
+
+
+def _check_logits_vocab(logits: torch.Tensor, **ids: int) -> None:
+    """For a model that does not state its vocabulary: check the ids against the first logits."""
+    _check_ids(logits.shape[-1], **ids)
 
 
 @torch.no_grad()
@@ -43,25 +82,57 @@ def greedy_decode(model, src, max_len: int, bos_id: int, eos_id: int, pad_id: in
 
     src (B, n) source ids (PAD = ``pad_id`` on the right) -> (B, L) ids, L <= max_len.
     The whole batch advances together; a row that has emitted EOS only receives PAD.
+    A row that never produced EOS within ``max_len`` tokens is returned cut at
+    ``max_len`` (it has no EOS: check with ``(out == eos_id).any(dim=1)``).
     """
     _check_src(src)
     require_positive_int("max_len", max_len)
-    _check_ids(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     model.eval()
+    device = _model_device(model)
+    src = src.to(device)
     src_mask = padding_mask(src, pad_id)  # (B, 1, 1, n)
-    memory = model.encode(src, src_mask)  # (B, n, d_model)
+    memory = model.encode(src, src_mask=src_mask)  # (B, n, d_model)
     B = src.shape[0]
-    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B, 1)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
     for _ in range(max_len):
-        tgt_mask = causal_mask(ys.shape[1], device=src.device)[None, None]  # (1, 1, t, t)
-        logits = model.decode(ys, memory, src_mask, tgt_mask)[:, -1]  # (B, V)
+        tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
+        logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B, |V|)
+        if ys.shape[1] == 1:
+            _check_logits_vocab(logits, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
         next_id = logits.argmax(dim=-1).masked_fill(done, pad_id)  # (B,)
         ys = torch.cat([ys, next_id[:, None]], dim=1)
         done |= next_id == eos_id
         if bool(done.all()):
             break
     return ys[:, 1:]
+
+
+class BeamSearchResult(NamedTuple):
+    """What `beam_search` returns with ``return_scores=True``.
+
+    tokens   (B, L)  the chosen output of each row, without BOS, PAD after its end
+    scores   (B,)    its raw log-probability Σ_t log p(y_t | y_<t, x) (not length-normalised)
+    finished (B,)    bool: True if it ends with EOS; False if no hypothesis of that
+                     row finished within ``max_len`` tokens (then ``tokens`` holds the
+                     best unfinished one, ``max_len`` tokens long, no EOS)
+    """
+
+    tokens: torch.Tensor
+    scores: torch.Tensor
+    finished: torch.Tensor
+
+
+def gnmt_length_penalty(length: int | float, alpha: float) -> float:
+    """GNMT's length penalty lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016).
+
+    Beam search ranks finished outputs by log p(Y | X) / lp(Y). Log-probabilities
+    are negative and shrink with every token, so raw scores favour short outputs;
+    lp grows with |Y| and undoes part of that. α = 0 gives lp = 1 (raw scores);
+    the Transformer paper used α = 0.6.
+    """
+    return ((5.0 + length) / 6.0) ** alpha
 
 
 @torch.no_grad()
@@ -78,79 +149,169 @@ def beam_search(
 ):
     """Keep the ``beam_size`` best partial outputs at every step, not just one.
 
-    A hypothesis's score is its log-probability Σ_t log p(y_t | y_<t, x).
-    All B × beam_size hypotheses are decoded as one batch. A finished
-    hypothesis (it emitted EOS) keeps its score and its slot, padded with PAD.
-    The search stops when every hypothesis is finished or after ``max_len`` steps.
+    A hypothesis Y's score is its log-probability log p(Y | X) = Σ_t log p(y_t | y_<t, X);
+    finished outputs are compared by the normalised score log p(Y | X) / lp(Y), with
+    GNMT's length penalty lp(Y) = ((5 + |Y|) / 6)^α, α = ``length_penalty``, |Y|
+    counting the EOS (Wu et al. 2016, "Google's Neural Machine Translation System";
+    see `gnmt_length_penalty`). α = 0 (the default) compares raw log-probabilities,
+    which favour short outputs; the Transformer paper used α = 0.6 with beam_size 4.
 
-    The winner of each row is the hypothesis with the highest
-    score / length**length_penalty (length counts EOS): 0 (the default) compares
-    raw log-probabilities, which favour short outputs; about 0.6-1.0 is the
-    usual length normalisation. With beam_size = 1 this is greedy decoding.
+    Each row of the batch keeps
+    - a beam of ``beam_size`` *active* hypotheses (no EOS yet), all of the same
+      length, so ranking them by raw or by normalised score is the same ranking;
+    - its own list of *finished* hypotheses (they emitted EOS), which active
+      ones never evict.
+    At every step each active hypothesis is extended by every token and the top
+    2 × beam_size candidates are taken. Those that end in EOS *and* rank within
+    the top beam_size join the finished list (as in fairseq and Hugging Face's
+    ``BeamHypotheses``; so beam_size 1 is exactly greedy decoding); the best
+    ``beam_size`` candidates that do not end in EOS refill the beam (at most
+    beam_size candidates end in EOS, one per parent, so the beam never runs short).
 
-    Returns (B, L) ids, and with ``return_scores`` also the (B,) raw log-probabilities.
+    A row stops when no active hypothesis can beat its best finished one: an
+    active hypothesis of raw score s (s <= 0) can only lose log-probability, and
+    its finished length is at most ``max_len``, so its normalised score can never
+    exceed s / lp(max_len). The row stops once the best finished normalised
+    score is >= that bound for every active hypothesis. The bound is exact in
+    the sense that it is never wrong (no continuation can score above it, so the
+    search never stops too early), but not tight for α > 0: it assumes the
+    hypothesis could still reach ``max_len`` tokens at no further cost, so a
+    row may run more steps than strictly needed. For α = 0 the bound is s itself.
+    Otherwise the search stops after ``max_len`` tokens.
+
+    The output of a row is its best finished hypothesis. If none finished within
+    ``max_len`` tokens, it is the best active one (``max_len`` tokens, no EOS),
+    and ``finished`` says so: an unfinished result is never passed off as finished.
+
+    All B × beam_size active hypotheses are decoded as one batch. A wider beam is not
+    guaranteed to find a better output: beam search is not monotone in beam_size.
+
+    Returns (B, L) ids (PAD after each row's end, L the longest returned row), or
+    with ``return_scores=True`` a `BeamSearchResult(tokens, scores, finished)`.
     """
     _check_src(src)
-    K = require_positive_int("beam_size", beam_size)
+    require_positive_int("beam_size", beam_size)
     require_positive_int("max_len", max_len)
-    _check_ids(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
-        raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
+    _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    alpha = require_number("length_penalty", length_penalty, minimum=0.0)
+    require_bool("return_scores", return_scores)
     model.eval()
-    device = src.device
+    device = _model_device(model)
+    src = src.to(device)
     B = src.shape[0]
     src_mask = padding_mask(src, pad_id)  # (B, 1, 1, n)
-    memory = model.encode(src, src_mask)  # (B, n, d_model)
-    # Every source row is repeated K times: row b*K + k is hypothesis k of example b.
-    memory = memory.repeat_interleave(K, dim=0)  # (B*K, n, d_model)
-    src_mask = src_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, n)
+    memory = model.encode(src, src_mask=src_mask)  # (B, n, d_model)
+    # Every source row is repeated beam_size times: row b*beam_size + k is hypothesis k of example b.
+    memory = memory.repeat_interleave(beam_size, dim=0)  # (B*beam_size, n, d_model)
+    src_mask = src_mask.repeat_interleave(beam_size, dim=0)  # (B*beam_size, 1, 1, n)
 
-    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)  # (B*K, 1)
-    scores = torch.full((B, K), float("-inf"), device=device)
+    ys = torch.full((B * beam_size, 1), bos_id, dtype=torch.long, device=device)  # active prefixes
+    scores = torch.full((B, beam_size), float("-inf"), device=device)
     scores[:, 0] = 0.0  # at the start only one hypothesis exists: the others must not be copies of it
-    done = torch.zeros(B, K, dtype=torch.bool, device=device)
-    lengths = torch.zeros(B, K, device=device)
-    for _ in range(max_len):
+    finished: list[list[tuple[float, float, list[int]]]] = [[] for _ in range(B)]  # (normalised, raw, ids)
+    row_done = [False] * B
+    bound_lp = gnmt_length_penalty(max_len, alpha)  # the largest lp any hypothesis can reach
+
+    for length in range(1, max_len + 1):  # length = |Y| of the candidates of this step
         tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
-        logits = model.decode(ys, memory, src_mask, tgt_mask)[:, -1]  # (B*K, V)
-        log_p = logits.log_softmax(dim=-1).view(B, K, -1)  # (B, K, V)
+        logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B*beam_size, |V|)
+        if length == 1:
+            _check_logits_vocab(logits, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+        log_p = logits.float().log_softmax(dim=-1).view(B, beam_size, -1)  # (B, beam_size, |V|)
         V = log_p.shape[-1]
-        # A finished hypothesis can only be extended by PAD, at no cost.
-        frozen = torch.full_like(log_p, float("-inf"))
-        frozen[..., pad_id] = 0.0
-        log_p = torch.where(done[..., None], frozen, log_p)
-        candidates = (scores[..., None] + log_p).view(B, K * V)  # (B, K*V)
-        scores, flat = candidates.topk(K, dim=-1)  # (B, K) each
-        parent, token = flat // V, flat % V  # (B, K): which hypothesis, which next token
-        rows = (parent + torch.arange(B, device=device)[:, None] * K).view(-1)  # (B*K,)
-        ys = torch.cat([ys[rows], token.view(-1, 1)], dim=1)
-        was_done = done.gather(1, parent)
-        lengths = lengths.gather(1, parent) + (~was_done).float()
-        done = was_done | (token == eos_id)
-        if bool(done.all()):
+        candidates = (scores[..., None] + log_p).view(B, beam_size * V)  # (B, beam_size*|V|)
+        n_cand = min(2 * beam_size, beam_size * V)
+        cand_scores, flat = candidates.topk(n_cand, dim=-1)  # (B, n_cand), best first
+        parent, token = flat // V, flat % V  # which hypothesis, which next token
+
+        # The bookkeeping is per row, on the host (one copy per step).
+        cand_scores_l, parent_l, token_l = cand_scores.tolist(), parent.tolist(), token.tolist()
+        prefixes = ys[:, 1:].tolist()
+        new_rows, new_tokens = [], []
+        new_scores = torch.full((B, beam_size), float("-inf"))
+        lp = gnmt_length_penalty(length, alpha)
+        for b in range(B):
+            kept = []
+            if not row_done[b]:
+                for rank, (s, k, tok) in enumerate(zip(cand_scores_l[b], parent_l[b], token_l[b])):
+                    if s == float("-inf"):
+                        break  # no more real candidates (only at the first steps, tiny |V|)
+                    if tok == eos_id:
+                        if rank < beam_size:  # an EOS ranked below the beam is dropped
+                            finished[b].append((s / lp, s, prefixes[b * beam_size + k] + [tok]))
+                    elif len(kept) < beam_size:
+                        kept.append((s, k, tok))
+            for j in range(beam_size):
+                s, k, tok = kept[j] if j < len(kept) else (float("-inf"), 0, pad_id)  # dead slot
+                new_rows.append(b * beam_size + k)
+                new_tokens.append(tok)
+                new_scores[b, j] = s
+            # Can any active hypothesis still beat the best finished one? (see the docstring)
+            best_active = kept[0][0] if kept else float("-inf")
+            if finished[b] and max(f[0] for f in finished[b]) >= best_active / bound_lp:
+                row_done[b] = True
+            if not kept:
+                row_done[b] = True
+        rows = torch.tensor(new_rows, device=device)
+        ys = torch.cat([ys[rows], torch.tensor(new_tokens, device=device)[:, None]], dim=1)
+        scores = new_scores.to(device)
+        if all(row_done):
             break
-    normalised = scores / lengths.clamp(min=1.0) ** length_penalty if length_penalty else scores
-    best = normalised.argmax(dim=-1)  # (B,)
-    out = ys.view(B, K, -1)[torch.arange(B, device=device), best, 1:]  # (B, L)
-    if return_scores:
-        return out, scores.gather(1, best[:, None]).squeeze(1)
-    return out
+
+    out_rows, out_scores, out_finished = [], [], []
+    active = ys[:, 1:].tolist()
+    for b in range(B):
+        if finished[b]:
+            _, raw, ids = max(finished[b], key=lambda f: f[0])
+            out_finished.append(True)
+        else:  # nothing ended within max_len: the best active hypothesis, flagged unfinished
+            raw, ids = float(scores[b, 0]), active[b * beam_size]
+            out_finished.append(False)
+        out_rows.append(ids)
+        out_scores.append(raw)
+    width = max(len(r) for r in out_rows)
+    tokens = torch.tensor([r + [pad_id] * (width - len(r)) for r in out_rows], dtype=torch.long, device=device)
+    if not return_scores:
+        return tokens
+    return BeamSearchResult(
+        tokens,
+        torch.tensor(out_scores, device=device),
+        torch.tensor(out_finished, dtype=torch.bool, device=device),
+    )
 
 
 @torch.no_grad()
 def sequence_log_prob(model, src, out, bos_id: int, eos_id: int, pad_id: int = 0) -> torch.Tensor:
     """log p(out | src) by teacher forcing: one forward pass, no search.
 
-    out (B, L) as returned by the decoders (no BOS; tokens after EOS ignored).
+    src (B, n), out (B, L) integer ids as returned by the decoders (no BOS;
+    tokens after the first EOS ignored) -> (B,) log-probabilities.
     Used to check that beam search reports the scores of what it returns.
     """
     _check_src(src)
+    require_tensor("out", out)
+    if out.dim() != 2 or out.shape[1] == 0:
+        raise ValueError(f"out must have shape (B, L) with L > 0, got {shape(out)}")
+    if out.is_floating_point() or out.dtype == torch.bool:
+        raise TypeError(f"out must hold integer token ids, got dtype {out.dtype}")
+    if out.shape[0] != src.shape[0]:
+        raise ValueError(f"src {shape(src)} and out {shape(out)} must share the batch size B")
+    vocab_size = _target_vocab_size(model)
+    _check_ids(vocab_size, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+    if vocab_size is not None:
+        require_token_ids("out", out, vocab_size)
     model.eval()
+    device = _model_device(model)
+    src, out = src.to(device), out.to(device).long()
     B = out.shape[0]
-    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=torch.long, device=out.device), out[:, :-1]], dim=1)
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=torch.long, device=device), out[:, :-1]], dim=1)
     src_mask = padding_mask(src, pad_id)
-    tgt_mask = causal_mask(tgt_in.shape[1], device=out.device)[None, None]
-    log_p = model.decode(tgt_in, model.encode(src, src_mask), src_mask, tgt_mask).log_softmax(-1)  # (B, L, V)
+    tgt_mask = causal_mask(tgt_in.shape[1], device=device)[None, None]
+    memory = model.encode(src, src_mask=src_mask)
+    logits = model.decode(tgt_in, memory, src_mask=src_mask, tgt_mask=tgt_mask)  # (B, L, |V|)
+    log_p = logits.float().log_softmax(-1)
+    if vocab_size is None:  # a model that does not state |V|: check against its logits
+        require_token_ids("out", out, log_p.shape[-1])
     token_lp = log_p.gather(-1, out[..., None]).squeeze(-1)  # (B, L)
     # Count every token up to and including the first EOS.
     is_eos = (out == eos_id).long()
@@ -159,20 +320,22 @@ def sequence_log_prob(model, src, out, bos_id: int, eos_id: int, pad_id: int = 0
 
 
 def translate(model, sources, vocab, max_len: int = 32, beam_size: int = 1, batch_size: int = 256, **beam_kw):
-    """Strings in, strings out, with greedy decoding (beam_size 1) or beam search."""
+    """Strings in, strings out, with greedy decoding (beam_size 1) or beam search,
+    on the model's device."""
     sources = list(sources)
+    device = _model_device(model)
     outputs = []
     for i in range(0, len(sources), batch_size):
         chunk = sources[i : i + batch_size]
         rows = [vocab.encode(s) for s in chunk]
         width = max(len(r) for r in rows)
-        src = torch.tensor([r + [vocab.pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+        src = torch.tensor([r + [vocab.pad_id] * (width - len(r)) for r in rows], dtype=torch.long, device=device)
         ids = (
             greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id, vocab.pad_id)
             if beam_size == 1 and not beam_kw
             else beam_search(model, src, beam_size, max_len, vocab.bos_id, vocab.eos_id, vocab.pad_id, **beam_kw)
         )
-        outputs.extend(vocab.decode(row) for row in ids)
+        outputs.extend(vocab.decode(row) for row in ids.cpu())
     return outputs
 
 

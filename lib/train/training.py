@@ -12,13 +12,21 @@ from typing import Callable
 
 import torch
 
-from lib._checks import require_float, require_positive_int, require_probability, require_tensor, shape
+from lib._checks import (
+    require_float,
+    require_int,
+    require_number,
+    require_positive_int,
+    require_probability,
+    require_tensor,
+    shape,
+)
 
 __all__ = ["noam_lr", "noam_lambda", "label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit"]
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
-    """The paper's schedule (section 5.3, seed 004):
+    """The paper's schedule (section 5.3):
 
         lrate = factor · d_model^(-0.5) · min(step^(-0.5), step · warmup_steps^(-1.5))
 
@@ -29,8 +37,7 @@ def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> 
     require_positive_int("step", step)
     require_positive_int("d_model", d_model)
     require_positive_int("warmup_steps", warmup_steps)
-    if factor <= 0:
-        raise ValueError(f"factor must be positive, got {factor}")
+    factor = require_number("factor", factor, positive=True)  # also refuses NaN and inf
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
@@ -41,6 +48,7 @@ def noam_lambda(d_model: int, warmup_steps: int, factor: float = 1.0):
     """
     require_positive_int("d_model", d_model)
     require_positive_int("warmup_steps", warmup_steps)
+    require_number("factor", factor, positive=True)  # now, not at the scheduler's first step
     return lambda step: noam_lr(step + 1, d_model, warmup_steps, factor)
 
 
@@ -50,44 +58,53 @@ def noam_lambda(d_model: int, warmup_steps: int, factor: float = 1.0):
 
 
 def label_smoothed_nll(
-    logits: torch.Tensor, target: torch.Tensor, eps: float = 0.1, ignore_index: int | None = None
+    logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.1, ignore_index: int | None = None
 ) -> torch.Tensor:
     """Cross-entropy against the smoothed target distribution (paper, section 5.4).
 
-    With K classes the target of a token whose true class is y is
+    With |V| classes the target of a token whose true class is y is
 
-        q(k) = (1 - eps) · [k = y] + eps / K,
+        q(k) = (1 - ε_ls) · [k = y] + ε_ls / |V|,      ε_ls = ``label_smoothing``,
 
     and the loss is H(q, p) = -Σ_k q(k) log p(k), averaged over the tokens whose
-    target is not ``ignore_index``. With eps = 0 it is the ordinary negative
-    log-likelihood. This is what ``nn.CrossEntropyLoss(label_smoothing=eps,
+    target is not ``ignore_index``. With ε_ls = 0 it is the ordinary negative
+    log-likelihood. This is what ``nn.CrossEntropyLoss(label_smoothing=ε_ls,
     ignore_index=...)`` computes (the uniform part also covers the ignored class).
 
-    logits (..., K) float, target (...) integer class ids.
+    logits (..., |V|) float, target (...) integer class ids.
     """
     require_float("logits", logits)
     require_tensor("target", target)
-    eps = require_probability("eps", eps)
+    label_smoothing = require_probability("label_smoothing", label_smoothing)
     if target.is_floating_point() or target.dtype == torch.bool:
         raise TypeError(f"target must hold integer class ids, got dtype {target.dtype}")
     if logits.shape[:-1] != target.shape:
         raise ValueError(
-            f"logits (..., K) and target (...) must agree on the leading dimensions: "
+            f"logits (..., |V|) and target (...) must agree on the leading dimensions: "
             f"logits is {shape(logits)}, target is {shape(target)}"
         )
-    K = logits.shape[-1]
+    if target.device != logits.device:
+        raise ValueError(f"target is on {target.device} but logits are on {logits.device}")
+    if ignore_index is not None:
+        require_int("ignore_index", ignore_index)
+    n_classes = logits.shape[-1]
     keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target != ignore_index
-    safe_target = target.masked_fill(~keep, 0)
-    if keep.any() and (int(safe_target[keep].min()) < 0 or int(safe_target[keep].max()) >= K):
-        raise ValueError(f"target ids must lie in [0, {K}) (K = logits.shape[-1]) or equal ignore_index")
-    log_p = logits.log_softmax(dim=-1)  # (..., K)
+    safe_target = target.masked_fill(~keep, 0).long()
+    if target.device.type != "meta":
+        # Both value checks in one device->host copy.
+        outside = keep & ((safe_target < 0) | (safe_target >= n_classes))
+        n_kept, n_outside = torch.stack([keep.sum(), outside.sum()]).tolist()
+        if n_outside:
+            raise ValueError(
+                f"target ids must lie in [0, {n_classes}) (|V| = logits.shape[-1]) or equal ignore_index"
+            )
+        if n_kept == 0:
+            raise ValueError("every target equals ignore_index: there is nothing to average")
+    log_p = logits.log_softmax(dim=-1)  # (..., |V|)
     nll = -log_p.gather(-1, safe_target.unsqueeze(-1)).squeeze(-1)  # (...)  -log p(y)
-    uniform = -log_p.mean(dim=-1)  # (...)  -(1/K) Σ_k log p(k)
-    per_token = (1.0 - eps) * nll + eps * uniform
-    n = keep.sum()
-    if n == 0:
-        raise ValueError("every target equals ignore_index: there is nothing to average")
-    return (per_token * keep).sum() / n
+    uniform = -log_p.mean(dim=-1)  # (...)  -(1/|V|) Σ_k log p(k)
+    per_token = (1.0 - label_smoothing) * nll + label_smoothing * uniform
+    return (per_token * keep).sum() / keep.sum()
 
 
 def noam_optimizer(
@@ -103,18 +120,30 @@ def noam_optimizer(
     return optimizer, scheduler
 
 
+def _model_device(model: torch.nn.Module) -> torch.device:
+    """Where the model's parameters live (CPU for a model without parameters)."""
+    p = next(model.parameters(), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
 def train_step(
-    model, batch, optimizer, scheduler=None, label_smoothing: float = 0.1, pad_id: int = 0, clip_norm: float | None = None
+    model, batch, optimizer, scheduler=None, label_smoothing: float = 0.1, pad_id: int | None = None,
+    clip_norm: float | None = None,
 ) -> float:
-    """One step of teacher forcing on a `lib.data.Batch`; returns the loss.
+    """One step of teacher forcing on a `lib.Batch`; returns the loss.
 
     The model reads ``batch.tgt_in`` (BOS + target) and is scored on
-    ``batch.tgt_out`` (target + EOS), PAD positions excluded. With
-    ``clip_norm`` the gradient's global norm is capped before the update
-    (not in the paper; it tames the occasional loss spike of a small model).
+    ``batch.tgt_out`` (target + EOS), PAD positions excluded (``pad_id``
+    defaults to the batch's own ``batch.pad_id``). The batch is moved to the
+    model's device first. With ``clip_norm`` the gradient's global norm is
+    capped before the update (not in the paper; it tames the occasional loss
+    spike of a small model).
     """
+    if pad_id is None:
+        pad_id = batch.pad_id
+    batch = batch.to(_model_device(model))
     model.train()
-    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, m, V)
+    logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)  # (B, m, |V|)
     loss = label_smoothed_nll(logits, batch.tgt_out, label_smoothing, ignore_index=pad_id)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -147,7 +176,7 @@ def fit(
     optimizer: torch.optim.Optimizer,
     scheduler=None,
     label_smoothing: float = 0.1,
-    pad_id: int = 0,
+    pad_id: int | None = None,
     evaluate: Callable[[], float] | None = None,
     eval_every: int = 0,
     target: float | None = None,
@@ -156,13 +185,15 @@ def fit(
 ) -> FitResult:
     """Train for at most ``steps`` steps; the course's one training loop (chapter 8).
 
-    ``next_batch(step)`` returns the batch for step 1, 2, ...; every
+    ``next_batch(step)`` returns the batch for step 1, 2, ... (a `lib.Batch`,
+    moved to the model's device by `train_step`; its ``pad_id`` is the one
+    ignored by the loss unless ``pad_id`` is given); every
     ``eval_every`` steps (and after the last) ``evaluate()`` is called, and
     training stops early once it returns at least ``target``. With
     ``log_every`` a line of progress is printed.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    require_positive_int("steps", steps)
+    require_probability("label_smoothing", label_smoothing)
     if target is not None and evaluate is None:
         raise ValueError("a target needs an evaluate() function to compare against")
     result = FitResult()
