@@ -35,8 +35,9 @@ BATCH, WARMUP, FACTOR, SMOOTHING, CLIP = 128, 200, 0.5, 0.1, 1.0
 class TorchSeq2Seq(nn.Module):
     """nn.TransformerEncoder/Decoder between lib's embeddings and output layer, with lib's interface.
 
-    encode(src, src_mask) and decode(tgt, memory, src_mask, tgt_mask) take lib's
-    masks (bool, True = may attend) and translate them to PyTorch's (True = blocked).
+    encode(src, *, src_mask) and decode(tgt, memory, *, src_mask, tgt_mask) take lib's
+    masks (bool, True = may attend, keyword-only as in lib) and translate them to
+    PyTorch's (True = blocked).
     """
 
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, dropout, max_len):
@@ -51,9 +52,12 @@ class TorchSeq2Seq(nn.Module):
         self.encoder = nn.TransformerEncoder(enc, n_layers, norm=None, enable_nested_tensor=False)
         self.decoder = nn.TransformerDecoder(dec, n_layers, norm=None)
         self.generator = nn.Linear(d_model, vocab_size, bias=False)
-        for name, p in self.named_parameters():  # the same initialisation as lib.Transformer
+        # The same initialisation as lib.Transformer: embedding tables N(0, 1/d_model),
+        # every other matrix Xavier-uniform, chosen by the owning module's type.
+        tables = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
+        for p in self.parameters():
             if p.dim() > 1:
-                if "embed" in name:
+                if id(p) in tables:
                     nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
                 else:
                     nn.init.xavier_uniform_(p)
@@ -62,11 +66,11 @@ class TorchSeq2Seq(nn.Module):
     def _blocked_keys(src_mask):
         return None if src_mask is None else ~src_mask[:, 0, 0, :]  # (B, n) True = PAD
 
-    def encode(self, src, src_mask=None):
+    def encode(self, src, *, src_mask=None):
         x = self.src_pos(self.src_embed(src))
         return self.encoder(x, src_key_padding_mask=self._blocked_keys(src_mask))
 
-    def decode(self, tgt, memory, src_mask=None, tgt_mask=None):
+    def decode(self, tgt, memory, *, src_mask=None, tgt_mask=None):
         # lib's tgt_mask is causal AND key-not-PAD; PAD keys only follow the real ones, so
         # for every real query the causal mask alone is equivalent.
         m = tgt.shape[1]
@@ -75,8 +79,8 @@ class TorchSeq2Seq(nn.Module):
         y = self.decoder(y, memory, tgt_mask=causal_blocked, memory_key_padding_mask=self._blocked_keys(src_mask))
         return self.generator(y)
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
-        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+    def forward(self, src, tgt, *, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask=src_mask), src_mask=src_mask, tgt_mask=tgt_mask)
 
 
 def build(kind: str) -> nn.Module:

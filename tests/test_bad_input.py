@@ -98,3 +98,121 @@ def test_no_nan_from_bad_mask_rows():
     q = torch.randn(1, 2, 4, 8)
     out, w = lib.scaled_dot_product_attention(q, q, q, torch.zeros(4, 4, dtype=torch.bool))
     assert not out.isnan().any() and not w.isnan().any()
+
+
+# ---------------------------------------------------------------------------
+# The gaps of issue 9 item 6: each refused by name before any computation.
+# ---------------------------------------------------------------------------
+
+
+def test_qkv_of_different_float_dtypes():
+    q = torch.randn(3, 4)
+    with pytest.raises(TypeError, match=r"q and k must have the same dtype: q is torch.float32, k is torch.float64"):
+        lib.scaled_dot_product_attention(q, q.double(), q)
+    with pytest.raises(TypeError, match=r"q and v must have the same dtype"):
+        lib.scaled_dot_product_attention(q, q, q.half())
+
+
+def test_input_and_module_of_different_float_dtypes():
+    with pytest.raises(TypeError, match=r"query has dtype torch.float64 but MultiHeadAttention's parameters are torch.float32"):
+        x = torch.randn(1, 3, 8, dtype=torch.float64)
+        lib.MultiHeadAttention(8, 2)(x, x, x)
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64"):
+        lib.PositionwiseFeedForward(8, 16)(torch.randn(2, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"x has dtype torch.float16"):
+        lib.EncoderLayer(8, 2, 16)(torch.randn(1, 3, 8).half())
+    with pytest.raises(TypeError, match=r"memory has dtype torch.float64"):
+        lib.DecoderLayer(8, 2, 16)(torch.randn(1, 3, 8), torch.randn(1, 3, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64"):
+        lib.LearnedPositionalEmbedding(8)(torch.randn(1, 3, 8, dtype=torch.float64))
+    # a module converted to the input's dtype is fine
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    assert lib.EncoderLayer(8, 2, 16).double()(x).dtype == torch.float64
+
+
+def test_tensors_on_different_devices():
+    # "meta" tensors have shapes but no values: a second device available on every machine.
+    q = torch.randn(3, 4)
+    with pytest.raises(ValueError, match=r"q and k must be on the same device: q is on cpu, k on meta"):
+        lib.scaled_dot_product_attention(q, q.to("meta"), q)
+    with pytest.raises(ValueError, match=r"mask is on meta but the scores are on cpu"):
+        lib.scaled_dot_product_attention(q, q, q, torch.ones(3, 3, dtype=torch.bool, device="meta"))
+    x = torch.randn(1, 3, 8, device="meta")
+    with pytest.raises(ValueError, match=r"query is on meta but MultiHeadAttention's parameters are on cpu"):
+        lib.MultiHeadAttention(8, 2)(x, x, x)
+    with pytest.raises(ValueError, match=r"x is on meta but EncoderLayer's parameters are on cpu"):
+        lib.EncoderLayer(8, 2, 16)(x)
+    with pytest.raises(ValueError, match=r"tokens are on meta but the embedding is on cpu"):
+        lib.TokenEmbedding(10, 8)(torch.zeros(1, 3, dtype=torch.long, device="meta"))
+    with pytest.raises(ValueError, match=r"target is on meta but logits are on cpu"):
+        lib.label_smoothed_nll(torch.randn(2, 5), torch.zeros(2, dtype=torch.long, device="meta"))
+
+
+def test_pad_id_of_the_wrong_type_or_shape():
+    model = lib.DecoderOnlyModel(10, d_model=8, n_heads=2, n_layers=1, d_ff=16)
+    tokens = torch.ones(1, 4, dtype=torch.long)
+    for bad in (torch.tensor(0), torch.tensor([0, 1]), 0.0, "0", True):
+        with pytest.raises(TypeError, match="pad_id"):
+            model(tokens, pad_id=bad)
+    with pytest.raises(ValueError, match=r"pad_id=10 is outside \[0, 10\)"):
+        lib.EncoderOnlyModel(10, d_model=8, n_heads=2, n_layers=1, d_ff=16)(tokens, pad_id=10)
+
+
+@pytest.mark.parametrize(
+    "build, flag",
+    [
+        (lambda v: lib.MultiHeadAttention(8, 2, bias=v), "bias"),
+        (lambda v: lib.MultiHeadAttention(8, 2, fused=v), "fused"),
+        (lambda v: lib.EncoderLayer(8, 2, 16, norm_first=v), "norm_first"),
+        (lambda v: lib.DecoderLayer(8, 2, 16, norm_first=v), "norm_first"),
+        (lambda v: lib.Transformer(10, 10, d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_first=v), "norm_first"),
+        (lambda v: lib.Transformer(10, 10, d_model=8, n_heads=2, n_layers=1, d_ff=16, share_embeddings=v),
+         "share_embeddings"),
+        (lambda v: lib.DecoderOnlyModel(10, d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_first=v), "norm_first"),
+    ],
+)
+def test_boolean_flags_must_be_bools(build, flag):
+    for bad in ("no", 0, 1, None, torch.tensor(True)):
+        with pytest.raises(TypeError, match=rf"{flag} must be True or False"):
+            build(bad)
+    build(True), build(False)
+
+
+def test_noam_factor_must_be_a_finite_positive_number():
+    for bad in (float("nan"), float("inf"), -1.0, 0):
+        with pytest.raises(ValueError, match="factor"):
+            lib.noam_lr(10, 512, 4000, factor=bad)
+        with pytest.raises(ValueError, match="factor"):
+            lib.noam_lambda(512, 4000, factor=bad)
+    for bad in ("1", None, True):
+        with pytest.raises(TypeError, match="factor"):
+            lib.noam_lr(10, 512, 4000, factor=bad)
+        with pytest.raises(TypeError, match="factor"):
+            lib.noam_lambda(512, 4000, factor=bad)
+
+
+def test_label_smoothing_nan_is_refused():
+    with pytest.raises(ValueError, match="label_smoothing"):
+        lib.label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 2]), float("nan"))
+
+
+def test_d_k_zero_is_refused():
+    with pytest.raises(ValueError, match=r"d_k > 0"):
+        lib.scaled_dot_product_attention(torch.randn(3, 0), torch.randn(4, 0), torch.randn(4, 2))
+
+
+def test_positional_modules_need_a_positive_d_model():
+    for cls in (lib.LearnedPositionalEmbedding, lib.SinusoidalPositionalEncoding):
+        with pytest.raises(ValueError, match="d_model must be positive"):
+            cls(0)
+        with pytest.raises(ValueError, match="d_model must be positive"):
+            cls(-4)
+        with pytest.raises(TypeError, match="d_model must be an int"):
+            cls(8.0)
+
+
+def test_narrow_integer_ids_reach_the_embedding():
+    emb = lib.TokenEmbedding(10, 4)
+    ids = torch.tensor([[1, 2, 9]])
+    for dtype in (torch.int8, torch.int16, torch.uint8, torch.int32):
+        torch.testing.assert_close(emb(ids.to(dtype)), emb(ids))
