@@ -78,6 +78,7 @@ ATTENTION_WRONG = {
     "no √d_k scaling": attention_variant(lambda d: 1.0),
     "divided by d_k instead of √d_k": attention_variant(lambda d: 1.0 / d),
     "softmax over the wrong axis": attention_variant(lambda d: d**-0.5, axis=-2),
+    "mask ignored": lambda q, k, v, mask=None: torch.softmax(q @ k.mT / k.shape[-1] ** 0.5, -1) @ v,
     "mask convention inverted": attention_variant(lambda d: d**-0.5, invert=True),
     "mask applied after the softmax": attention_variant(lambda d: d**-0.5, after=True),
 }

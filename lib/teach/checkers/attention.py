@@ -137,6 +137,12 @@ def check_scaled_attention(scaled_attention) -> Verdict:
             lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, dim=-2),
         ),
         Mistake(
+            "mask ignored",
+            "Your result is right without a mask but not with one: did you set the scores to -inf where "
+            "the mask is False?",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, None),
+        ),
+        Mistake(
             "mask convention inverted",
             "In `lib` a mask is True where the query MAY attend: did you fill -inf where the mask is False "
             "(scores.masked_fill(~mask, float('-inf')))?",
