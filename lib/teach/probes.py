@@ -60,7 +60,7 @@ class ScriptedModel(nn.Module):
 
     def decode(self, tgt, memory, src_mask=None, tgt_mask=None):
         B, m = tgt.shape
-        logits = torch.full((B, m, self.vocab_size), -30.0)  # e^-30: "never"
+        logits = torch.full((B, m, self.vocab_size), float("-inf"))  # "never"
         for b in range(B):
             for t in range(m):
                 prefix = tuple(tgt[b, : t + 1].tolist())
@@ -102,15 +102,15 @@ def beam_trace(
 ):
     """Beam search on ONE source (src (1, n)), written for reading, with its history.
 
-    At each step every active hypothesis is extended by every token; the
-    candidates are ranked by log-probability. Going down that ranking, a
-    candidate that ends in EOS is moved to ``finished`` (where it stays), one
-    that does not joins the next beam, until the beam holds ``beam_size``
-    hypotheses (only candidates ranked within the best ``beam_size`` may
-    finish). The search stops when no active hypothesis can still beat the
-    best finished one, or after ``max_len`` steps. The winner is the finished
-    hypothesis with the best score / lp(|Y|) (GNMT penalty, |Y| counts EOS);
-    an unfinished one only if nothing finished.
+    The same rules as `lib.beam_search`: at each step every active hypothesis
+    is extended by every token and the candidates are ranked by
+    log-probability. Of the best 2 × ``beam_size``, those ending in EOS move
+    to ``finished`` (where they stay: active ones never evict them) and the
+    best ``beam_size`` others form the next beam. The search stops when no
+    active hypothesis can still beat the best finished one (an active score s
+    can at best become s / lp(max_len)), or after ``max_len`` steps. The
+    winner is the finished hypothesis with the best score / lp(|Y|) (GNMT
+    penalty, |Y| counting EOS); an unfinished one only if nothing finished.
 
     Returns (best tokens, its log-probability, [BeamStep, ...]).
     """
@@ -127,8 +127,7 @@ def beam_trace(
 
     for step in range(1, max_len + 1):
         tgt = torch.tensor([[bos_id, *tokens] for tokens, _ in active])  # (k, t)
-        t = tgt.shape[1]
-        mask = causal_mask(t)[None, None]
+        mask = causal_mask(tgt.shape[1])[None, None]
         log_p = model.decode(
             tgt, memory.expand(len(active), -1, -1), src_mask=None, tgt_mask=mask
         )[:, -1].log_softmax(-1)  # (k, |V|)
@@ -137,27 +136,21 @@ def beam_trace(
             for i, (tokens, score) in enumerate(active)
             for token in range(log_p.shape[-1])
         ]
+        candidates = [c for c in candidates if c[1] > float("-inf")]
         candidates.sort(key=lambda c: -c[1])
         active = []
-        for rank, (tokens, score) in enumerate(candidates):
+        for tokens, score in candidates[: 2 * beam_size]:
             if tokens[-1] == eos_id:
-                if rank < beam_size:
-                    finished.append((tokens, score))
-            else:
+                finished.append((tokens, score))
+            elif len(active) < beam_size:
                 active.append((tokens, score))
-            if len(active) == beam_size:
-                break
         finished.sort(key=lambda c: -normalised(*c))
         history.append(BeamStep(step, list(active), list(finished)))
         if not active:
             break
-        if finished:
-            best_done = normalised(*finished[0])
-            # an active hypothesis only loses log-probability; with α > 0 the
-            # largest penalty it can still reach bounds its normalised score
-            reach = max(_gnmt(step + 1, length_penalty), _gnmt(max_len, length_penalty))
-            if all(best_done >= score / reach for _, score in active):
-                break
+        bound = _gnmt(max_len, length_penalty)
+        if finished and normalised(*finished[0]) >= active[0][1] / bound:
+            break
     pool = finished or active
     best = max(pool, key=lambda c: normalised(*c))
     return best[0], best[1], history
