@@ -2,6 +2,8 @@
 #   make book   create .venv if missing, install (pip, npm ci), build the HTML book into _build/html
 #   make test   create .venv if missing, install, run pytest on tests/, nbval on every notebook,
 #               then build the book and test it in headless Chromium (test-site)
+# one for reading and running the chapters on your machine:
+#   make lab      install JupyterLab + jupyterlab-myst into .venv, start it on 127.0.0.1 in book/
 # and two for authors:
 #   make execute  re-run every notebook in place (seeded), so its stored outputs are current
 #   make clean    remove the build output (keeps .venv; `make distclean` removes it too)
@@ -24,7 +26,7 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks test-site execute clean distclean install
+.PHONY: book test test-lib test-notebooks test-site execute clean distclean install lab lab-install
 
 install: $(STAMP)
 
@@ -57,6 +59,27 @@ test-notebooks: $(STAMP)
 # Plain `pytest tests` skips tests/browser unless COURSE_SITE_TEST=1.
 test-site: book
 	COURSE_SITE_TEST=1 COURSE_SITE_TOC=$(TOC) $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
+
+# JupyterLab (requirements-lab.txt) on this machine only: 127.0.0.1, the chapters'
+# folder as its root, the browser opened by JupyterLab. LAB_PORT=8899 make lab for
+# another port; Ctrl+C twice stops it. The overrides file makes JupyterLab save the
+# widgets' state with the notebook (Settings > Save Widget State Automatically), so
+# a notebook saved from JupyterLab reopens with its widgets instead of
+# "Error displaying widget: model not found".
+LAB_STAMP := $(VENV)/.lab-installed
+LAB_PORT ?= 8888
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_STAMP): $(STAMP) requirements-lab.txt
+	$(BIN)/python -m pip install --quiet -r requirements-lab.txt
+	mkdir -p $(dir $(LAB_OVERRIDES))
+	test -f $(LAB_OVERRIDES) || echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": true}}' > $(LAB_OVERRIDES)
+	touch $(LAB_STAMP)
+
+lab-install: $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book
 
 execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \

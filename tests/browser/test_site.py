@@ -18,6 +18,14 @@ And on the attention-math chapter, the Q/K/V explorer (lib/widgets/attention_exp
 in lib/widgets/static/attention_explorer.js) is driven like a reader would: type into
 Q, toggle the scaling and the causal mask, change the temperature; each time
 the weights and outputs it shows must equal lib.scaled_dot_product_attention's.
+Its shape changes are driven on a page made from the widget's current embed
+state (so the test does not depend on when the chapter was last executed): the
+shape buttons grow and shrink n, d_k and d_v; the model is then sent K and V in
+separate updates, as a kernel could, and the page must refuse the mismatch, say
+so in its error line and keep showing consistent numbers; after each change the
+displayed shapes and outputs must equal lib's.
+On the chapters with coding exercises, the exercise checker's verdict
+("✗ <function>: not implemented yet. ...") must be visible in the page.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import http.server
 import json
 import math
 import os
+import re
 import shutil
 import threading
 import time
@@ -81,9 +90,25 @@ PAGES = toc_pages(TOC)
 # --------------------------------------------------------------------------- server
 
 
+# Pages the tests make themselves, served from memory next to the built ones
+# (same folder, so the built pages' relative script paths work): path -> HTML.
+EXTRA_PAGES: dict[str, str] = {}
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002
         pass
+
+    def do_GET(self):  # noqa: N802
+        page = EXTRA_PAGES.get(urlsplit(self.path).path.lstrip("/"))
+        if page is None:
+            return super().do_GET()
+        body = page.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")
@@ -446,3 +471,183 @@ def test_attention_explorer_matches_lib(browser, base_url):
     course_example = {"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 1], [0, 1], [1, 0]], "V": [[0, 2], [1, 1], [2, 0]]}
     assert any({k: s[k] for k in course_example} == course_example for s in starts), starts
     log.assert_clean(EXPLORER_PAGE)
+
+
+# --------------------------------------------------------------------------- shape changes
+
+SHAPE_PAGE = "book/__explorer_shape_test.html"
+
+
+def explorer_page(explorer) -> str:
+    """The built chapter page with its stored widgets replaced by one explorer, from
+    the explorer's embed state (ipywidgets.embed): the same local RequireJS, widget
+    manager, anywidget and theme, and an explorer made by the current lib."""
+    from ipywidgets.embed import dependency_state, embed_data
+
+    data = embed_data(views=[explorer], state=dependency_state([explorer], drop_defaults=False))
+    page = (SITE / html_path(EXPLORER_PAGE)).read_text(encoding="utf-8")
+    page = re.sub(r'<script type="application/vnd\.jupyter\.widget-(state|view)\+json">.*?</script>', "", page,
+                  flags=re.S)
+    state = json.dumps(data["manager_state"]).replace("</", "<\\/")
+    view = json.dumps(data["view_specs"][0])
+    widget = (
+        f'<section id="shape-test"><script type="application/vnd.jupyter.widget-state+json">{state}</script>'
+        f'<script type="application/vnd.jupyter.widget-view+json">{view}</script></section>'
+    )
+    article = '<article class="bd-article">'
+    assert page.count(article) == 1, f"{EXPLORER_PAGE}: expected one {article}"
+    return page.replace(article, article + widget)
+
+
+def caption_shapes(root) -> dict[str, str]:
+    return {c.get_attribute("data-shape-of"): c.text for c in root.find_elements(By.CSS_SELECTOR, "caption[data-shape-of]")}
+
+
+def error_line(root) -> str:
+    return root.find_element(By.CSS_SELECTOR, ".qkv-error").get_attribute("textContent")
+
+
+def set_model(driver, root, changes: dict) -> None:
+    """Change the widget's model in ONE update, the way the widget manager applies a kernel message."""
+    driver.execute_script("arguments[0].qkvModel.set(arguments[1]);", root, changes)
+
+
+def check_shapes_and_values(root, what: str, m: int, n: int, d_k: int, d_v: int) -> dict:
+    assert caption_shapes(root) == {"Q": f"Q ({m}×{d_k})", "K": f"K ({n}×{d_k})", "V": f"V ({n}×{d_v})"}, what
+    shown = check_against_lib(root, what)
+    assert len(shown["weights"]) == m and len(shown["weights"][0]) == n, what
+    assert len(shown["output"]) == m and len(shown["output"][0]) == d_v, what
+    return shown
+
+
+def test_explorer_shape_changes_match_lib(browser, base_url):
+    if not (SITE / html_path(EXPLORER_PAGE)).exists():
+        pytest.fail(f"{EXPLORER_PAGE} was not built")
+    EXTRA_PAGES[SHAPE_PAGE] = explorer_page(lib.AttentionExplorer())
+    log = open_page(browser, base_url, SHAPE_PAGE)
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".qkv-explorer [data-output]"))
+    root = browser.find_element(By.CSS_SELECTOR, ".qkv-explorer")
+    check_shapes_and_values(root, "as embedded", 3, 3, 2, 2)
+    assert error_line(root) == ""
+
+    def click(shape: str) -> None:
+        root.find_element(By.CSS_SELECTOR, f'button[data-shape="{shape}"]').click()
+
+    # 1. The reader's buttons: one more key (a row of K and of V), then type into the new V row.
+    click("n+")
+    check_shapes_and_values(root, "after n+", 3, 4, 2, 2)
+    type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-matrix="V"][data-row="3"][data-col="1"]'), "3")
+    WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["V"][3][1] == 3.0)
+    shown = check_shapes_and_values(root, "V[3][1] = 3", 3, 4, 2, 2)
+    assert shown["output"] != [[1.0, 1.0]] * 3
+    # 2. A wider d_k (a column of Q and of K), typed into; a wider then narrower d_v.
+    click("dk+")
+    type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-matrix="Q"][data-row="0"][data-col="2"]'), "1.5")
+    type_into(browser, root.find_element(By.CSS_SELECTOR, 'input[data-matrix="K"][data-row="2"][data-col="2"]'), "2")
+    WebDriverWait(browser, 10).until(lambda d: read_explorer(root)["K"][2][2] == 2.0)
+    check_shapes_and_values(root, "after dk+ and typing", 3, 4, 3, 2)
+    click("dv+")
+    check_shapes_and_values(root, "after dv+", 3, 4, 3, 3)
+    click("dv-")
+    click("m+")
+    check_shapes_and_values(root, "after dv-, m+", 4, 4, 3, 2)
+    # 3. Shrink n back: the row typed into goes, every number follows.
+    click("n-")
+    click("m-")
+    check_shapes_and_values(root, "after n-, m-", 3, 3, 3, 2)
+
+    # 4. The model receives K alone with a new n (as a kernel sending K and V in two
+    #    messages would do): refused, said in the widget, the old consistent state still shown.
+    before = read_explorer(root)
+    k4 = [[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [-1.0, 0.0, 2.0]]
+    set_model(browser, root, {"k": k4})
+    WebDriverWait(browser, 10).until(lambda d: "do not fit together" in error_line(root))
+    assert "K (4×3) and V (3×2)" in error_line(root)
+    assert root.find_element(By.CSS_SELECTOR, ".qkv-error").is_displayed()
+    shown = check_shapes_and_values(root, "K alone refused", 3, 3, 3, 2)
+    assert (shown["K"], shown["weights"], shown["output"]) == (before["K"], before["weights"], before["output"])
+    # ... and the matching V arrives: drawn in full, the error line is empty again.
+    v4 = [[0.0, 2.0], [1.0, 1.0], [2.0, 0.0], [3.0, 3.0]]
+    set_model(browser, root, {"v": v4})
+    WebDriverWait(browser, 10).until(lambda d: caption_shapes(root)["V"] == "V (4×2)")
+    shown = check_shapes_and_values(root, "then V", 3, 4, 3, 2)
+    assert shown["K"] == k4 and shown["V"] == v4 and error_line(root) == ""
+
+    # 5. The shrink of jupyterlab.md §1, in one update (what set_matrices now sends): V shows
+    #    its 3 new rows, no stale fourth one, and the output is lib's for them.
+    k3, v3 = [[1.0, 1.0], [0.0, 1.0], [1.0, 0.0]], [[5.0, 5.0], [1.0, 1.0], [2.0, 0.0]]
+    q3 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    set_model(browser, root, {"q": q3, "k": k3, "v": v3, "scale": True, "causal": False, "temperature": 1.0})
+    WebDriverWait(browser, 10).until(lambda d: caption_shapes(root)["V"] == "V (3×2)")
+    shown = check_shapes_and_values(root, "one-update shrink", 3, 3, 2, 2)
+    assert shown["V"] == v3
+    expected = lib.AttentionExplorer(q=q3, k=k3, v=v3)
+    assert torch.allclose(torch.tensor(shown["output"]), torch.tensor(expected.output), atol=1e-9)
+    assert shown["output"][0] == pytest.approx([3.006, 2.203], abs=1e-3)
+
+    # 6. An error the kernel reports (a refused edit) is shown in the widget, then cleared.
+    set_model(browser, root, {"error": "Not applied: K and V must have the same number of rows n"})
+    WebDriverWait(browser, 10).until(lambda d: "Not applied" in error_line(root))
+    assert root.find_element(By.CSS_SELECTOR, ".qkv-error").is_displayed()
+    set_model(browser, root, {"error": ""})
+    WebDriverWait(browser, 10).until(lambda d: error_line(root) == "")
+    assert not root.find_element(By.CSS_SELECTOR, ".qkv-error").is_displayed()
+
+    # 7. An entry the reader empties: said in the widget, the old value still used.
+    entry = root.find_element(By.CSS_SELECTOR, 'input[data-matrix="Q"][data-row="1"][data-col="0"]')
+    entry.click()
+    entry.send_keys(Keys.CONTROL, "a")
+    entry.send_keys(Keys.DELETE)
+    WebDriverWait(browser, 10).until(lambda d: "Q[1][0] must be a number" in error_line(root))
+    type_into(browser, entry, "0.5")
+    WebDriverWait(browser, 10).until(lambda d: error_line(root) == "")
+    check_shapes_and_values(root, "Q[1][0] = 0.5", 3, 3, 2, 2)
+    log.assert_clean(SHAPE_PAGE)
+
+
+def test_chapter_explorer_has_shape_buttons_that_work(browser, base_url):
+    """The chapter's own explorer, once the chapter is executed with the current lib."""
+    if not _page_has_explorer_state() or "data-shape" not in (SITE / html_path(EXPLORER_PAGE)).read_text(encoding="utf-8"):
+        pytest.skip(f"{EXPLORER_PAGE} stores an explorer from before the shape buttons (re-execute the chapter)")
+    log = open_page(browser, base_url, html_path(EXPLORER_PAGE))
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".qkv-explorer button[data-shape]"))
+    root = browser.find_element(By.CSS_SELECTOR, ".qkv-explorer")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", root)
+    start = read_explorer(root)
+    m, n, d_k, d_v = len(start["Q"]), len(start["K"]), len(start["Q"][0]), len(start["V"][0])
+    root.find_element(By.CSS_SELECTOR, 'button[data-shape="n+"]').click()
+    check_shapes_and_values(root, "chapter explorer, n+", m, n + 1, d_k, d_v)
+    root.find_element(By.CSS_SELECTOR, 'button[data-shape="n-"]').click()
+    check_shapes_and_values(root, "chapter explorer, n-", m, n, d_k, d_v)
+    log.assert_clean(EXPLORER_PAGE)
+
+
+# --------------------------------------------------------------------------- exercise verdicts
+
+VERDICT = "not implemented yet"
+
+
+def _pages_with_verdicts() -> list[str]:
+    """The attention-math chapter (which must have one) and every chapter whose notebook stores one."""
+    pages = [EXPLORER_PAGE]
+    for page in PAGES:
+        source = ROOT / f"{page}.ipynb"
+        if page != EXPLORER_PAGE and source.exists() and VERDICT in source.read_text(encoding="utf-8"):
+            pages.append(page)
+    return pages
+
+
+@pytest.mark.parametrize("page", _pages_with_verdicts())
+def test_exercise_checker_verdict_is_visible(browser, base_url, page):
+    """A coding exercise's stub runs its checker; the reader sees the verdict under the cell."""
+    open_page(browser, base_url, html_path(page))
+    outputs = [
+        o for o in browser.find_elements(By.CSS_SELECTOR, ".cell_output")
+        if VERDICT in (o.get_attribute("textContent") or "")
+    ]
+    assert outputs, f"{page}: no cell output says '{VERDICT}'"
+    for output in outputs:
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", output)
+        assert output.is_displayed(), f"{page}: a checker verdict is hidden"
+        text = output.text
+        assert re.search(r"✗ \w+: not implemented yet\.", text), f"{page}: verdict reads {text!r}"
