@@ -9,6 +9,11 @@ et al. (2015) let every decoder step look back at all the h_j instead: a score
 e_j says how well h_j fits the decoder's state s, a softmax turns the scores
 into weights, and the context is the weighted average of the h_j.
 
+The weights follow the papers' column-vector formulas (W_s s, sᵀ W h_j): `w_s`
+is (d_a, d_s), as W_s is. The states themselves are batch-first rows, as in the
+rest of `lib`, so W_s s is computed as ``s @ w_s.T``. The papers number source
+positions 1..n; tensors index them 0..n-1.
+
 Shape notation (batch-first, like the rest of `lib`):
     B batch (any number of leading dimensions), n source positions,
     d_x input width, d_h encoder-state width, d_s decoder-state width,
