@@ -98,7 +98,10 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
     if reveal:
         message += f" Entry [{i}, {j}] is {answer[i, j].item():.4f}; the exact value is {expected[i, j].item():.4f}."
     else:
-        message += f" Your entry [{i}, {j}] is {answer[i, j].item():.4f}: recompute it (reveal=True shows the exact value)."
+        message += (
+            f" Your entry [{i}, {j}] is {answer[i, j].item():.4f}: recompute it"
+            " (reveal=True shows the exact value)."
+        )
     return CheckResult(False, message, expected, entries)
 
 
