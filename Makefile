@@ -62,12 +62,14 @@ test-site: book
 
 # JupyterLab (requirements-lab.txt) on this machine only: 127.0.0.1, the chapters'
 # folder as its root, the browser opened by JupyterLab. LAB_PORT=8899 make lab for
-# another port; Ctrl+C twice stops it. The overrides file makes JupyterLab save the
+# another port, LAB_ARGS="--no-browser" (or --allow-root, ...) for more options;
+# Ctrl+C twice stops it. The overrides file makes JupyterLab save the
 # widgets' state with the notebook (Settings > Save Widget State Automatically), so
 # a notebook saved from JupyterLab reopens with its widgets instead of
 # "Error displaying widget: model not found".
 LAB_STAMP := $(VENV)/.lab-installed
 LAB_PORT ?= 8888
+LAB_ARGS ?=
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 $(LAB_STAMP): $(STAMP) requirements-lab.txt
@@ -79,7 +81,7 @@ $(LAB_STAMP): $(STAMP) requirements-lab.txt
 lab-install: $(LAB_STAMP)
 
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book $(LAB_ARGS)
 
 execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \
