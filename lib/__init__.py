@@ -27,6 +27,12 @@ from lib.teach import __all__ as _teach_all
 from lib.train import *  # noqa: F403
 from lib.train import __all__ as _train_all
 
+# Beyond the paper: efficient attention and data-parallel training.
+from lib.model.tiled import tiled_attention
+from lib.train.parallel import ParallelRun, train_data_parallel, train_single_process
+
+_beyond_all = ["tiled_attention", "ParallelRun", "train_data_parallel", "train_single_process"]
+
 # Widgets load ipywidgets and anywidget: they are imported on first use (PEP 562).
 _WIDGETS = {
     "AttentionExplorer": "lib.widgets.attention_explorer",
@@ -50,4 +56,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WIDGETS))
 
 
-__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_WIDGETS]
+__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_beyond_all, *_WIDGETS]

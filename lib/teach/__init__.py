@@ -5,7 +5,7 @@ from lib.teach import checkers as _checkers
 from lib.teach.checkers import *  # noqa: F403
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.teach.complexity import conv_stack, depends_on, graph_depth, layer_macs
-from lib.teach.diagram import draw_architecture, module_call_order
+from lib.teach.diagram import draw_architecture, module_call_order, record_forward
 from lib.teach.exercises import (
     AttentionSteps,
     CheckResult,
@@ -29,6 +29,7 @@ __all__ = [
     "layer_macs",
     "draw_architecture",
     "module_call_order",
+    "record_forward",
     "AttentionSteps",
     "CheckResult",
     "attention_steps",

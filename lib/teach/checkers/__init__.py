@@ -3,6 +3,7 @@
 from lib.teach.checkers import (
     attention,
     complexity,
+    efficient,
     feed_forward,
     heads,
     layers,
@@ -13,6 +14,7 @@ from lib.teach.checkers import (
 )
 from lib.teach.checkers.attention import *  # noqa: F403
 from lib.teach.checkers.complexity import *  # noqa: F403
+from lib.teach.checkers.efficient import *  # noqa: F403
 from lib.teach.checkers.feed_forward import *  # noqa: F403
 from lib.teach.checkers.heads import *  # noqa: F403
 from lib.teach.checkers.layers import *  # noqa: F403
@@ -25,7 +27,7 @@ __all__ = [
     name
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
-        positions, layers, training, complexity,
+        positions, layers, training, complexity, efficient,
     )
     for name in module.__all__
 ]
