@@ -47,7 +47,7 @@ const DEFAULTS = {
   temperature: 1.0,
 };
 // Ties: the lowest key index within this distance of the row's largest weight
-// (lib/widgets.py uses the same rule), so both sides agree despite rounding.
+// (lib/widgets/attention_explorer.py uses the same rule), so both sides agree despite rounding.
 const ARGMAX_TOLERANCE = 1e-9;
 
 const STYLE = `
@@ -74,7 +74,7 @@ function copyMatrix(a) {
   return a.map((row) => row.slice());
 }
 
-/** The explorer's formula; the same definition as lib/widgets.py::explorer_values. */
+/** The explorer's formula; the same definition as lib/widgets/attention_explorer.py::explorer_values. */
 export function computeAttention(q, k, v, scale, causal, temperature) {
   const m = q.length;
   const n = k.length;
