@@ -19,7 +19,6 @@ the course keeps the simpler loop.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch

@@ -140,8 +140,9 @@ def train_step(
     spike of a small model).
     """
     if pad_id is None:
-        pad_id = batch.pad_id
-    batch = batch.to(_model_device(model))
+        pad_id = getattr(batch, "pad_id", 0)
+    if hasattr(batch, "to"):
+        batch = batch.to(_model_device(model))
     model.train()
     logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)  # (B, m, |V|)
     loss = label_smoothed_nll(logits, batch.tgt_out, label_smoothing, ignore_index=pad_id)
