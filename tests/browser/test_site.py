@@ -24,6 +24,8 @@ shape buttons grow and shrink n, d_k and d_v; the model is then sent K and V in
 separate updates, as a kernel could, and the page must refuse the mismatch, say
 so in its error line and keep showing consistent numbers; after each change the
 displayed shapes and outputs must equal lib's.
+The schedule, positions and heads explorers, embedded the same way, must show
+their PNGs at the width they were drawn for (half the pixel width), never stretched.
 On the chapters with coding exercises, the exercise checker's verdict
 ("✗ <function>: not implemented yet. ...") must be visible in the page.
 """
@@ -478,25 +480,29 @@ def test_attention_explorer_matches_lib(browser, base_url):
 SHAPE_PAGE = "book/__explorer_shape_test.html"
 
 
-def explorer_page(explorer) -> str:
-    """The built chapter page with its stored widgets replaced by one explorer, from
-    the explorer's embed state (ipywidgets.embed): the same local RequireJS, widget
-    manager, anywidget and theme, and an explorer made by the current lib."""
+def widgets_page(*views) -> str:
+    """The built chapter page with its stored widgets replaced by ``views``, from their
+    embed state (ipywidgets.embed): the same local RequireJS, widget manager, anywidget
+    and theme, and widgets made by the current lib."""
     from ipywidgets.embed import dependency_state, embed_data
 
-    data = embed_data(views=[explorer], state=dependency_state([explorer], drop_defaults=False))
+    data = embed_data(views=list(views), state=dependency_state(list(views), drop_defaults=False))
     page = (SITE / html_path(EXPLORER_PAGE)).read_text(encoding="utf-8")
     page = re.sub(r'<script type="application/vnd\.jupyter\.widget-(state|view)\+json">.*?</script>', "", page,
                   flags=re.S)
     state = json.dumps(data["manager_state"]).replace("</", "<\\/")
-    view = json.dumps(data["view_specs"][0])
-    widget = (
-        f'<section id="shape-test"><script type="application/vnd.jupyter.widget-state+json">{state}</script>'
-        f'<script type="application/vnd.jupyter.widget-view+json">{view}</script></section>'
+    widgets = "".join(
+        f'<div class="test-widget"><script type="application/vnd.jupyter.widget-view+json">{json.dumps(spec)}</script></div>'
+        for spec in data["view_specs"]
     )
+    body = f'<section id="widget-test"><script type="application/vnd.jupyter.widget-state+json">{state}</script>{widgets}</section>'
     article = '<article class="bd-article">'
     assert page.count(article) == 1, f"{EXPLORER_PAGE}: expected one {article}"
-    return page.replace(article, article + widget)
+    return page.replace(article, article + body)
+
+
+def explorer_page(explorer) -> str:
+    return widgets_page(explorer)
 
 
 def caption_shapes(root) -> dict[str, str]:
@@ -651,3 +657,39 @@ def test_exercise_checker_verdict_is_visible(browser, base_url, page):
         assert output.is_displayed(), f"{page}: a checker verdict is hidden"
         text = output.text
         assert re.search(r"✗ \w+: not implemented yet\.", text), f"{page}: verdict reads {text!r}"
+
+
+# --------------------------------------------------------------------------- the plot widgets
+
+
+def test_plot_widgets_draw_sharp_unstretched_images(browser, base_url):
+    """Schedule, positions and heads explorers, embedded as lib makes them now: each shows
+    its PNG at the width it was drawn for (half its pixel width, for 2x screens), not stretched."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
+    explorers = [
+        lib.ScheduleExplorer(total_steps=2000),
+        lib.PositionExplorer(d_model=16, max_pos=30, dims=(0, 15)),
+        lib.HeadsExplorer(x, list("abcdef"), n_heads=2),
+    ]
+    page = "book/__plot_widgets_test.html"
+    EXTRA_PAGES[page] = widgets_page(*(e.widget for e in explorers))
+    log = open_page(browser, base_url, page)
+    WebDriverWait(browser, TIMEOUT).until(
+        lambda d: len([i for i in d.find_elements(By.CSS_SELECTOR, ".test-widget img") if i.get_attribute("naturalWidth") != "0"]) == 3
+    )
+    sizes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.test-widget img'))"
+        ".map((i) => [i.naturalWidth, i.clientWidth, i.naturalHeight, i.clientHeight, i.closest('.test-widget').clientWidth]);"
+    )
+    for explorer, (natural, shown, natural_h, shown_h, room) in zip(explorers, sizes):
+        name = type(explorer).__name__
+        assert natural == 2 * int(explorer.image.layout.width.removesuffix("px")), (name, natural)
+        # drawn for natural/2 CSS px: shown at that width, or narrower (same proportions) in a narrow column
+        assert shown == min(natural // 2, room), f"{name}: a {natural}-px PNG shown {shown} px wide (room {room})"
+        assert abs(shown_h / shown - natural_h / natural) < 0.01, f"{name}: proportions changed"
+    texts = browser.execute_script("return Array.from(document.querySelectorAll('.test-widget')).map((w) => w.innerText);")
+    assert "showing dims 0-7 of 0-15" in texts[1], texts[1]
+    log.assert_clean(page)
