@@ -94,3 +94,19 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) node_modules
+
+# The environment check: one OK/WARN/FAIL line per piece the chapters need, with the
+# fix under each FAIL; exit status 1 if a required piece fails. It runs lib/doctor.py
+# as a script, so it works before torch or the course is installed.
+doctor:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python lib/doctor.py; else $(PYTHON) lib/doctor.py; fi
+
+# The library tests (tests/, not the notebooks) on every tested Python with the pinned
+# torch, each in a venv cached under .matrix/ (see tools/test_matrix.py for what the
+# first run downloads); prints a table. Not part of `make test`.
+# MATRIX_PYTHONS="3.12" for one version.
+MATRIX_PYTHONS ?= 3.10 3.11 3.12 3.13
+test-matrix:
+	$(PYTHON) tools/test_matrix.py $(MATRIX_PYTHONS)
+
+.PHONY: doctor test-matrix
