@@ -210,6 +210,8 @@ def test_bad_temperature_from_the_browser_is_shown():
     w = AttentionExplorer()
     browser_edit(w, temperature=-1.0)
     assert w.temperature == 1.0 and "temperature must be a finite number > 0" in w.error
+    browser_edit(w, causal="yes")  # not a bool: traitlets refuses it, the widget says so
+    assert w.causal is False and w.error.startswith("Not applied:") and "causal" in w.error
 
 
 def test_tensors_are_accepted():

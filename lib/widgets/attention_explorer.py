@@ -198,7 +198,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         back the values the widget kept."""
         try:
             super().set_state(sync_data)
-        except ExplorerValueError as err:
+        except traitlets.TraitError as err:  # ExplorerValueError, or a value of the wrong type
             inputs = [name for name in sync_data if name in ("q", "k", "v", "scale", "causal", "temperature")]
             self.error = f"Not applied: {err}"
             self.send_state(inputs)
