@@ -9,6 +9,7 @@ from lib.model.attention import (
     scaled_dot_product_attention,
 )
 from lib.model.families import DecoderOnlyModel, EncoderOnlyModel
+from lib.model.kv_cache import AttentionCache, KVCache
 from lib.model.layers import (
     LearnedPositionalEmbedding,
     PositionwiseFeedForward,
@@ -35,6 +36,8 @@ __all__ = [
     "scaled_dot_product_attention",
     "DecoderOnlyModel",
     "EncoderOnlyModel",
+    "AttentionCache",
+    "KVCache",
     "LearnedPositionalEmbedding",
     "PositionwiseFeedForward",
     "SinusoidalPositionalEncoding",

@@ -202,17 +202,29 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, L, d_k)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+                mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
         """query (B, m, d_model), key and value (B, n, d_model) -> (B, m, d_model).
 
         mask: bool, broadcastable to (B, h, m, n); True = may attend.
+        cache: an optional `lib.AttentionCache` (chapter 10). The new keys and values
+        are appended to it and the queries attend over all cached ones (n = cached +
+        new; the mask then covers them all); a filled static cache (cross-attention)
+        is reused without projecting key and value again.
         """
-        self._check(query, key, value, mask)
+        self._check(query, key, value, mask if cache is None else None)
         B, m, _ = query.shape
         # 1. Project, then split d_model into h heads of d_k features.
         q = self._split(self.w_q(query))  # (B, h, m, d_k)
-        k = self._split(self.w_k(key))  # (B, h, n, d_k)
-        v = self._split(self.w_v(value))  # (B, h, n, d_k)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # the encoder's keys and values, projected once
+        else:
+            k = self._split(self.w_k(key))  # (B, h, n, d_k)
+            v = self._split(self.w_v(value))  # (B, h, n, d_k)
+            if cache is not None:
+                k, v = cache.update(k, v)  # (B, h, cached + n, d_k)
+        if cache is not None and mask is not None:
+            target = torch.Size((B, self.n_heads, m, k.shape[-2]))
+            require_mask(mask, target, "scores (B, n_heads, m, cached + n)", device=query.device)
         # 2. Attend within each head.
         if self.training and self.fused:
             heads = self._fused_attention(q, k, v, mask)  # (B, h, m, d_k)

@@ -21,7 +21,13 @@ from torch import nn
 from lib._checks import require_positive_int, require_token_id, require_token_ids
 from lib.model.attention import causal_mask
 from lib.model.layers import TokenEmbedding
-from lib.model.transformer import EncoderLayer, _check_stack_sizes, _init_parameters, _make_positional
+from lib.model.transformer import (
+    EncoderLayer,
+    _check_stack_sizes,
+    _init_parameters,
+    _make_positional,
+    add_positions,
+)
 
 __all__ = ["EncoderOnlyModel", "DecoderOnlyModel"]
 
@@ -47,10 +53,11 @@ class _TokenStack(nn.Module):
         self.head.weight = self.embed.embedding.weight
         _init_parameters(self, d_model)  # as `lib.Transformer` is
 
-    def _run(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        x = self.pos(self.embed(tokens, check_ids=False))  # (B, L, d_model); checked in forward
-        for layer in self.layers:
-            x = layer(x, mask=mask)
+    def _run(self, tokens: torch.Tensor, mask: torch.Tensor | None, cache=None) -> torch.Tensor:
+        offset = 0 if cache is None else cache.length
+        x = add_positions(self.pos, self.embed(tokens, check_ids=False), offset)  # (B, L, d_model)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask=mask, cache=None if cache is None else cache.self_attn[i])
         return self.head(self.final_norm(x))  # (B, L, vocab_size)
 
     def _padding(self, tokens: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
@@ -89,11 +96,31 @@ class DecoderOnlyModel(_TokenStack):
                  dropout: float = 0.1, norm_first: bool = False, max_len: int = 512, positional: str = "learned"):
         super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, dropout, norm_first, max_len, positional)
 
-    def forward(self, tokens: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
-        """tokens (B, L) -> logits (B, L, vocab_size), causally masked (and padding-masked if ``pad_id``)."""
+    def forward(self, tokens: torch.Tensor, pad_id: int | None = None, *, cache=None) -> torch.Tensor:
+        """tokens (B, L) -> logits (B, L, vocab_size), causally masked (and padding-masked if ``pad_id``).
+
+        cache: an optional `lib.KVCache(n_layers)` (chapter 10). ``tokens`` then holds
+        only the new tokens, at positions cache.length onwards; their keys and values
+        join the cache, and each new token attends to every cached one and to itself
+        and the new ones before it.
+        """
         require_token_ids("tokens", tokens, self.vocab_size)
+        if cache is not None:
+            return self._forward_cached(tokens, pad_id, cache)
         mask = causal_mask(tokens.shape[1], device=tokens.device)  # (L, L)
         padding = self._padding(tokens, pad_id)
         if padding is not None:
             mask = mask & padding  # (B, 1, L, L)
         return self._run(tokens, mask)
+
+    def _forward_cached(self, tokens, pad_id, cache):
+        if pad_id is not None:
+            raise ValueError("pad_id: padding masks are not supported with a cache (pad on the right)")
+        if len(cache) != len(self.layers) or cache.cross_attn is not None:
+            raise ValueError(f"cache must be a KVCache({len(self.layers)}), got {cache!r}")
+        offset, m = cache.length, tokens.shape[1]
+        # New token i sits at position offset + i: it sees keys 0..offset + i.
+        mask = None
+        if m > 1:
+            mask = torch.ones(m, offset + m, dtype=torch.bool, device=tokens.device).tril(offset)
+        return self._run(tokens, mask, cache)  # (B, m, vocab_size)

@@ -35,6 +35,7 @@ from lib._checks import (
     shape,
 )
 from lib.model.attention import MultiHeadAttention
+from lib.model.kv_cache import _check_offset
 from lib.model.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
 
 __all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Transformer"]
@@ -79,6 +80,19 @@ def _make_positional(positional: str, d_model: int, max_len: int, dropout: float
     """The module that adds positions: the paper's sinusoids, or learned vectors."""
     position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
     return position(d_model, max_len=max_len, dropout=dropout)
+
+
+def add_positions(pos: nn.Module, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """``pos(x)`` for embeddings x (B, L, d_model) that sit at positions offset..offset+L-1
+    (a decoder fed one new token at a time with a KV cache, chapter 10)."""
+    if offset == 0:
+        return pos(x)
+    _check_offset(offset, x.shape[1], pos.max_len)
+    if isinstance(pos, SinusoidalPositionalEncoding):
+        table = pos.pe[offset : offset + x.shape[1]].to(x.dtype)  # (L, d_model)
+    else:
+        table = pos.embedding(torch.arange(offset, offset + x.shape[1], device=x.device))
+    return pos.dropout(x + table)  # (B, L, d_model)
 
 
 def _init_parameters(model: nn.Module, d_model: int) -> None:
@@ -126,15 +140,19 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n)."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
+        """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n).
+
+        cache: an optional `lib.AttentionCache` for the self-attention (a decoder-only
+        model generating token by token, chapter 10); the mask then spans the cached keys too.
+        """
         _check_layer_input("x", x, self)
         if self.norm_first:
             y = self.norm1(x)
-            x = x + self.dropout1(self.self_attn(y, y, y, mask))
+            x = x + self.dropout1(self.self_attn(y, y, y, mask, cache=cache))
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:
-            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask)))
+            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask, cache=cache)))
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return x
 
@@ -163,13 +181,16 @@ class DecoderLayer(nn.Module):
         *,
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
+        self_cache=None,
+        cross_cache=None,
     ) -> torch.Tensor:
         """x (B, m, d_model), memory (B, n, d_model) -> (B, m, d_model).
 
         tgt_mask broadcastable to (B, h, m, m) (causal, and padding of the target);
         memory_mask broadcastable to (B, h, m, n) (padding of the source).
         Both are keyword-only: two bool masks passed in the wrong order would
-        broadcast without complaint.
+        broadcast without complaint. ``self_cache`` and ``cross_cache``: optional
+        `lib.AttentionCache`s for incremental decoding (chapter 10).
         """
         _check_layer_input("x", x, self)
         _check_layer_input("memory", memory, self)
@@ -177,13 +198,13 @@ class DecoderLayer(nn.Module):
             raise ValueError(f"x {shape(x)} and memory {shape(memory)} must share the batch size B")
         if self.norm_first:
             y = self.norm1(x)
-            x = x + self.dropout1(self.self_attn(y, y, y, tgt_mask))
+            x = x + self.dropout1(self.self_attn(y, y, y, tgt_mask, cache=self_cache))
             y = self.norm2(x)
-            x = x + self.dropout2(self.cross_attn(y, memory, memory, memory_mask))
+            x = x + self.dropout2(self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache))
             x = x + self.dropout3(self.feed_forward(self.norm3(x)))
         else:
-            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)))
-            x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask)))
+            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask, cache=self_cache)))
+            x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)))
             x = self.norm3(x + self.dropout3(self.feed_forward(x)))
         return x
 
@@ -267,13 +288,20 @@ class Transformer(nn.Module):
         *,
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
+        cache=None,
     ) -> torch.Tensor:
         """tgt (B, m) token ids, memory (B, n, d_model) -> logits (B, m, tgt_vocab_size).
 
         tgt_mask broadcastable to (B, h, m, m); src_mask broadcastable to (B, h, m, n)
         (a `padding_mask` of the source, (B, 1, 1, n), fits both encoder and decoder).
+
+        cache: an optional `lib.KVCache(n_layers, cross_attention=True)` (chapter 10).
+        ``tgt`` then holds only the tokens not yet seen, at positions cache.length
+        onwards, and tgt_mask (if given) covers all cached + new keys: (B, h, m, cached + m).
         """
         require_token_ids("tgt", tgt, self.config.tgt_vocab_size)
+        if cache is not None:
+            return self._decode_cached(tgt, memory, src_mask, tgt_mask, cache)
         return self._decode(tgt, memory, src_mask, tgt_mask)
 
     def forward(
@@ -305,6 +333,17 @@ class Transformer(nn.Module):
         y = self.tgt_pos(self.tgt_embed(tgt, check_ids=False))  # (B, m, d_model)
         for layer in self.decoder_layers:
             y = layer(y, memory, tgt_mask=tgt_mask, memory_mask=src_mask)
+        return self.generator(self.decoder_norm(y))  # (B, m, tgt_vocab_size)
+
+    def _decode_cached(self, tgt, memory, src_mask, tgt_mask, cache):
+        if len(cache) != len(self.decoder_layers) or cache.cross_attn is None:
+            raise ValueError(
+                f"cache must be a KVCache({len(self.decoder_layers)}, cross_attention=True), got {cache!r}"
+            )
+        offset = cache.length
+        y = add_positions(self.tgt_pos, self.tgt_embed(tgt, check_ids=False), offset)  # (B, m, d_model)
+        for layer, self_c, cross_c in zip(self.decoder_layers, cache.self_attn, cache.cross_attn):
+            y = layer(y, memory, tgt_mask=tgt_mask, memory_mask=src_mask, self_cache=self_c, cross_cache=cross_c)
         return self.generator(self.decoder_norm(y))  # (B, m, tgt_vocab_size)
 
     def count_parameters(self) -> int:
