@@ -36,7 +36,14 @@ from lib._checks import (
 )
 from lib.model.attention import MultiHeadAttention
 from lib.model.kv_cache import _check_offset
-from lib.model.layers import LearnedPositionalEmbedding, PositionwiseFeedForward, SinusoidalPositionalEncoding, TokenEmbedding
+from lib.model.layers import (
+    LearnedPositionalEmbedding,
+    PositionwiseFeedForward,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    require_activation,
+    require_layer_norm_eps,
+)
 
 __all__ = ["TransformerConfig", "EncoderLayer", "DecoderLayer", "Transformer"]
 
@@ -58,28 +65,41 @@ class TransformerConfig:
     share_embeddings: bool = False  # tie source, target embeddings and output projection
     max_len: int = 5000  # longest sequence the positional encoding covers
     positional: str = "sinusoidal"  # "sinusoidal" (paper) or "learned" (BERT, GPT)
+    # Options of other model families (the defaults are the paper's; see lib.interop):
+    activation: str = "relu"  # the FFN's non-linearity: "relu", "gelu", "gelu_tanh", "silu"
+    layer_norm_eps: float = 1e-5  # the ε of every LayerNorm
+    scale_embedding: bool = True  # multiply token embeddings by √d_model
+    output_bias: bool = False  # a bias on the output projection (Marian's final_logits_bias)
 
     def build(self) -> "Transformer":
         return Transformer(**asdict(self))
 
 
-def _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first) -> None:
+def _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first,
+                       activation="relu", layer_norm_eps=1e-5) -> None:
     """The checks every stack of layers needs (`Transformer`, and the models of `lib.families`)."""
     require_bool("norm_first", norm_first)
+    require_activation("activation", activation)
+    require_layer_norm_eps("layer_norm_eps", layer_norm_eps)
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers),
                         ("d_ff", d_ff), ("max_len", max_len)):
         require_positive_int(name, value)
     require_probability("dropout", dropout)
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-    if positional not in ("sinusoidal", "learned"):
-        raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+    if positional not in ("sinusoidal", "sinusoidal_concat", "learned"):
+        raise ValueError(f"positional must be 'sinusoidal', 'sinusoidal_concat' or 'learned', got {positional!r}")
 
 
 def _make_positional(positional: str, d_model: int, max_len: int, dropout: float) -> nn.Module:
-    """The module that adds positions: the paper's sinusoids, or learned vectors."""
-    position = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEmbedding
-    return position(d_model, max_len=max_len, dropout=dropout)
+    """The module that adds positions: the paper's sinusoids, or learned vectors.
+
+    "sinusoidal_concat" is the paper's table with all sines first, then all
+    cosines (Marian's order; see `sinusoidal_positional_encoding`)."""
+    if positional == "learned":
+        return LearnedPositionalEmbedding(d_model, max_len=max_len, dropout=dropout)
+    layout = "concat" if positional == "sinusoidal_concat" else "interleaved"
+    return SinusoidalPositionalEncoding(d_model, max_len=max_len, dropout=dropout, layout=layout)
 
 
 def add_positions(pos: nn.Module, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -127,16 +147,22 @@ def _check_layer_input(name: str, x: torch.Tensor, layer: nn.Module) -> None:
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each inside residual + LayerNorm."""
+    """Self-attention, then the feed-forward network, each inside residual + LayerNorm.
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    ``activation`` (the FFN's) and ``layer_norm_eps`` serve other model families;
+    the defaults are the paper's ReLU and PyTorch's ε = 1e-5.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
+                 *, activation: str = "relu", layer_norm_eps: float = 1e-5):
         super().__init__()
         self.d_model = d_model
         self.norm_first = require_bool("norm_first", norm_first)
+        eps = require_layer_norm_eps("layer_norm_eps", layer_norm_eps)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -158,18 +184,23 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder's output (``memory``), feed-forward."""
+    """Masked self-attention, cross-attention over the encoder's output (``memory``), feed-forward.
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    ``activation`` and ``layer_norm_eps`` as in `EncoderLayer`.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
+                 *, activation: str = "relu", layer_norm_eps: float = 1e-5):
         super().__init__()
         self.d_model = d_model
         self.norm_first = require_bool("norm_first", norm_first)
+        eps = require_layer_norm_eps("layer_norm_eps", layer_norm_eps)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
@@ -221,6 +252,12 @@ class Transformer(nn.Module):
     ``share_embeddings=True`` uses one matrix for the source embedding, the
     target embedding and the output projection (paper, section 3.4); the two
     vocabularies must then be one.
+
+    The options after ``positional`` let the same class hold other
+    encoder-decoder models (Marian, see `lib.marian_to_lib`): the FFN's
+    ``activation``, the LayerNorms' ``layer_norm_eps``, ``scale_embedding``
+    (the × √d_model of step 1) and ``output_bias`` (a bias on the logits).
+    Their defaults are the paper's.
     """
 
     def __init__(
@@ -236,12 +273,19 @@ class Transformer(nn.Module):
         share_embeddings: bool = False,
         max_len: int = 5000,
         positional: str = "sinusoidal",
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+        scale_embedding: bool = True,
+        output_bias: bool = False,
     ):
         super().__init__()
         require_positive_int("src_vocab_size", src_vocab_size)
         require_positive_int("tgt_vocab_size", tgt_vocab_size)
-        _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first)
+        _check_stack_sizes(d_model, n_heads, n_layers, d_ff, dropout, max_len, positional, norm_first,
+                           activation, layer_norm_eps)
         require_bool("share_embeddings", share_embeddings)
+        require_bool("scale_embedding", scale_embedding)
+        require_bool("output_bias", output_bias)
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True ties one embedding matrix across source, target and output, "
@@ -251,24 +295,29 @@ class Transformer(nn.Module):
             src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, d_model=d_model,
             n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=dropout, norm_first=norm_first,
             share_embeddings=share_embeddings, max_len=max_len, positional=positional,
+            activation=activation, layer_norm_eps=layer_norm_eps, scale_embedding=scale_embedding,
+            output_bias=output_bias,
         )
         self.d_model = d_model
+        layer_options = dict(activation=activation, layer_norm_eps=layer_norm_eps)
 
-        self.src_embed = TokenEmbedding(src_vocab_size, d_model)
-        self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model)
+        self.src_embed = TokenEmbedding(src_vocab_size, d_model, scale=scale_embedding)
+        self.tgt_embed = TokenEmbedding(tgt_vocab_size, d_model, scale=scale_embedding)
         self.src_pos = _make_positional(positional, d_model, max_len, dropout)
         self.tgt_pos = _make_positional(positional, d_model, max_len, dropout)
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **layer_options) for _ in range(n_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first) for _ in range(n_layers)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, **layer_options) for _ in range(n_layers)
         )
         # Pre-LN leaves the residual stream un-normalized: close each stack with a LayerNorm.
-        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.generator = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self.encoder_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
+        self.generator = nn.Linear(d_model, tgt_vocab_size, bias=output_bias)
         _init_parameters(self, d_model)
+        if output_bias:
+            nn.init.zeros_(self.generator.bias)
         if share_embeddings:
             self.tgt_embed.embedding.weight = self.src_embed.embedding.weight
             self.generator.weight = self.src_embed.embedding.weight
