@@ -1,0 +1,197 @@
+"""Checkers for the tokenization chapter's coding exercises (see lib.teach.checking).
+
+The two operations byte-pair encoding repeats: count the adjacent pairs of a
+list of token ids, and merge every occurrence of one pair into a new id. The
+references are `lib.train.bpe.count_pairs` and `lib.train.bpe.merge_pair`.
+"""
+
+from __future__ import annotations
+
+import random
+
+from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.train.bpe import count_pairs as _count_pairs_reference
+from lib.train.bpe import merge_pair as _merge_reference
+
+__all__ = ["check_count_pairs", "check_merge"]
+
+
+def _random_ids(rng: random.Random, n: int, alphabet: int) -> list[int]:
+    return [rng.randrange(alphabet) for _ in range(n)]
+
+
+def _count_cases() -> list[Case]:
+    cases = [
+        Case(([104, 105, 104, 105],), label="[104, 105, 104, 105] ('hihi')"),
+        Case(([97, 97, 97, 98],), label="a run of three equal ids: [97, 97, 97, 98]"),
+        Case(([5, 3, 3, 5, 9],), label="[5, 3, 3, 5, 9]: the last pair occurs once"),
+        Case(([7],), label="a single id"),
+        Case(([],), label="no ids"),
+    ]
+    rng = random.Random(0)
+    for n, alphabet in ((20, 3), (40, 6), (15, 260)):
+        cases.append(Case((_random_ids(rng, n, alphabet),), label=f"{n} random ids below {alphabet}"))
+    return cases
+
+
+def _count_last_pair_missed(ids):
+    counts = {}
+    for i in range(len(ids) - 2):
+        counts[(ids[i], ids[i + 1])] = counts.get((ids[i], ids[i + 1]), 0) + 1
+    return counts
+
+
+def _count_without_overlaps(ids):
+    counts = {}
+    for pair in set(zip(ids, ids[1:])):
+        i = n = 0
+        while i < len(ids) - 1:
+            if (ids[i], ids[i + 1]) == pair:
+                n, i = n + 1, i + 2
+            else:
+                i += 1
+        counts[pair] = n
+    return counts
+
+
+def _count_unordered(ids):
+    counts = {}
+    for a, b in zip(ids, ids[1:]):
+        key = (min(a, b), max(a, b))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _count_wrapping_around(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:] + ids[:1]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def check_count_pairs(count_pairs) -> Verdict:
+    """Exercise: ``count_pairs(ids) -> {(a, b): count}`` over every adjacent pair."""
+    mistakes = [
+        Mistake(
+            "the last pair is missed",
+            "A list of n ids has n − 1 adjacent pairs: does your loop reach (ids[-2], ids[-1])?",
+            _count_last_pair_missed,
+        ),
+        Mistake(
+            "overlapping pairs are counted once",
+            "In [97, 97, 97] the pair (97, 97) occurs twice, at positions 0 and 1: count every "
+            "position, as zip(ids, ids[1:]) does, not non-overlapping matches like str.count.",
+            _count_without_overlaps,
+        ),
+        Mistake(
+            "the order inside a pair is ignored",
+            "(104, 105) ('hi') and (105, 104) ('ih') are different pairs: did you sort the pair?",
+            _count_unordered,
+        ),
+        Mistake(
+            "a pair wraps around from the last id to the first",
+            "The text does not loop: pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1 only.",
+            _count_wrapping_around,
+        ),
+    ]
+    return check_function(count_pairs, _count_pairs_reference, _count_cases(), mistakes, name="count_pairs")
+
+
+def _merge_cases() -> list[Case]:
+    cases = [
+        Case(([1, 2, 3, 1, 2], (1, 2), 9), label="[1, 2, 3, 1, 2], pair (1, 2): one at the very end"),
+        Case(([7, 7, 7], (7, 7), 9), label="[7, 7, 7], pair (7, 7): an overlapping run"),
+        Case(([7, 7, 7, 7, 7], (7, 7), 300), label="five 7s, pair (7, 7)"),
+        Case(([5, 1, 2, 4, 1, 2, 6], (1, 2), 300), label="[5, 1, 2, 4, 1, 2, 6], pair (1, 2)"),
+        Case(([3, 1, 3, 2], (1, 2), 9), label="no occurrence"),
+        Case(([1, 2], (1, 2), 9), label="the whole list is the pair"),
+        Case(([1], (1, 2), 9), label="a single id"),
+        Case(([], (1, 2), 9), label="no ids"),
+    ]
+    rng = random.Random(1)
+    for n, alphabet in ((30, 3), (25, 5)):
+        ids = _random_ids(rng, n, alphabet)
+        cases.append(Case((ids, (ids[3], ids[4]), 256), label=f"{n} random ids below {alphabet}"))
+    return cases
+
+
+def _merge_from_the_right(ids, pair, new_id):
+    out, i = [], len(ids) - 1
+    while i >= 0:
+        if i >= 1 and (ids[i - 1], ids[i]) == tuple(pair):
+            out.append(new_id)
+            i -= 2
+        else:
+            out.append(ids[i])
+            i -= 1
+    return out[::-1]
+
+
+def _merge_first_only(ids, pair, new_id):
+    for i in range(len(ids) - 1):
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            return list(ids[:i]) + [new_id] + list(ids[i + 2:])
+    return list(ids)
+
+
+def _merge_not_at_the_end(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids) - 2:
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out + list(ids[i:])
+
+
+def _merge_keeps_second(ids, pair, new_id):
+    out = []
+    for i, token in enumerate(ids):
+        out.append(new_id if i + 1 < len(ids) and (token, ids[i + 1]) == tuple(pair) else token)
+    return out
+
+
+def _merge_drops_last(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids) - 1:
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def check_merge(merge) -> Verdict:
+    """Exercise: ``merge(ids, pair, new_id) -> list`` with every occurrence of `pair` replaced."""
+    mistakes = [
+        Mistake(
+            "an overlapping run is merged from the right",
+            "BPE scans left to right: [7, 7, 7] with (7, 7) -> 9 gives [9, 7], not [7, 9].",
+            _merge_from_the_right,
+        ),
+        Mistake(
+            "only the first occurrence is merged",
+            "Keep scanning after a merge: every occurrence of the pair becomes new_id.",
+            _merge_first_only,
+        ),
+        Mistake(
+            "a pair at the very end is not merged",
+            "Does your loop look at position len(ids) − 2, the start of the last pair?",
+            _merge_not_at_the_end,
+        ),
+        Mistake(
+            "the second id of a merged pair is kept",
+            "After writing new_id, skip both ids of the pair: step by 2, not by 1.",
+            _merge_keeps_second,
+        ),
+        Mistake(
+            "the last id is dropped",
+            "When the loop stops before the last id and that id was not merged, append it too.",
+            _merge_drops_last,
+        ),
+    ]
+    return check_function(merge, _merge_reference, _merge_cases(), mistakes, name="merge")
