@@ -9,6 +9,7 @@ from lib.teach.checkers import (
     layers,
     positions,
     rnn_attention,
+    tokenization,
     training,
     worked_examples,
 )
@@ -20,6 +21,7 @@ from lib.teach.checkers.heads import *  # noqa: F403
 from lib.teach.checkers.layers import *  # noqa: F403
 from lib.teach.checkers.positions import *  # noqa: F403
 from lib.teach.checkers.rnn_attention import *  # noqa: F403
+from lib.teach.checkers.tokenization import *  # noqa: F403
 from lib.teach.checkers.training import *  # noqa: F403
 from lib.teach.checkers.worked_examples import *  # noqa: F403
 
@@ -27,7 +29,7 @@ __all__ = [
     name
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
-        positions, layers, training, complexity, efficient,
+        positions, layers, training, complexity, efficient, tokenization,
     )
     for name in module.__all__
 ]
