@@ -303,6 +303,7 @@ def test_decode_accepts_tensors_and_replaces_broken_utf8(small_tokenizer):
     assert small_tokenizer.decode(torch.tensor(ids)) == "héllo"
     assert small_tokenizer.decode([0xC3]) == "\ufffd"  # half of "é": not valid UTF-8 alone
     assert small_tokenizer.show("a b") == "a| b"
+    assert small_tokenizer.token_strings(small_tokenizer.encode("\u00ef")) == ["\\xc3", "\\xaf"]
 
 
 def test_exported_from_lib():

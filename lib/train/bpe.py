@@ -1,4 +1,4 @@
-"""A byte-level byte-pair-encoding (BPE) tokenizer, written from scratch (chapter 10).
+"""A byte-level byte-pair-encoding (BPE) tokenizer, written from scratch (the tokenization chapter).
 
 Byte-pair encoding (Sennrich et al., 2016) starts from a small alphabet and
 repeatedly adds, as a new token, the most frequent pair of adjacent tokens in
@@ -398,8 +398,9 @@ class BPETokenizer:
             return data.decode("utf-8", errors=errors)
 
     def token_strings(self, ids: Iterable[int]) -> list[str]:
-        """Each token on its own, as text (a token holding part of a character shows "�")."""
-        return [self.vocab[i].decode("utf-8", errors="replace") for i in self._check_ids(ids)]
+        """Each token on its own, as text; a token that holds only part of a character's
+        UTF-8 bytes shows them escaped: "ï" is two tokens ``\\xc3`` and ``\\xaf`` when no merge joins them."""
+        return [self.vocab[i].decode("utf-8", errors="backslashreplace") for i in self._check_ids(ids)]
 
     def show(self, text: str, sep: str = "|") -> str:
         """`text` with the token boundaries marked: ``"Ham|let| is"``."""

