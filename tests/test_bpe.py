@@ -16,6 +16,7 @@ the Shakespeare corpus is used when `make data` has fetched it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 import string
@@ -39,6 +40,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=150, derandomize=True, deadline=None)
 HAVE_CORPUS = len(list(corpus_dir().glob("*_gut.txt"))) == 42
 needs_corpus = pytest.mark.skipif(not HAVE_CORPUS, reason="run `make data` first")
+needs_tokenizers = pytest.mark.skipif(
+    importlib.util.find_spec("tokenizers") is None, reason="the independent check needs `tokenizers`"
+)
 
 
 @pytest.fixture(scope="module")
@@ -80,13 +84,15 @@ def test_pretokenize_drops_nothing(text):
     assert "".join(pretokenize(text)) == text
 
 
+@needs_tokenizers
 @SETTINGS
 @given(st.text(alphabet=string.printable))
 def test_pretokenize_agrees_with_gpt2_on_ascii(text):
     # Printable ASCII: Python's \s also counts the separators \x1c-\x1f, Rust's does not.
-    pre_tokenizers = pytest.importorskip("tokenizers.pre_tokenizers")
+    from tokenizers import Regex, pre_tokenizers
+
     theirs = pre_tokenizers.Split(
-        pattern=pytest.importorskip("tokenizers").Regex(
+        pattern=Regex(
             r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
         ),
         behavior="isolated",
@@ -185,8 +191,8 @@ def test_training_accepts_an_iterable_of_texts(source_text):
 # ---- an independent implementation: `tokenizers` ----------------------------
 
 
+@needs_tokenizers
 def test_identical_merges_to_tokenizers(source_text):
-    pytest.importorskip("tokenizers")
     text = source_text[:150_000]
     reference, merges = train_tokenizers_reference(text, 800)
     ours = BPETokenizer.train(text, 800, tie_break="gpt2")
@@ -194,8 +200,8 @@ def test_identical_merges_to_tokenizers(source_text):
     assert len(ours.encode(text)) == len(reference.encode(text).ids)
 
 
+@needs_tokenizers
 def test_our_tie_breaking_changes_order_not_compression(source_text):
-    pytest.importorskip("tokenizers")
     text, held_out = source_text[:150_000], source_text[150_000:200_000]
     reference, merges = train_tokenizers_reference(text, 800)
     ours = BPETokenizer.train(text, 800)
@@ -206,8 +212,8 @@ def test_our_tie_breaking_changes_order_not_compression(source_text):
 
 
 @needs_corpus
+@needs_tokenizers
 def test_identical_merges_to_tokenizers_on_shakespeare():
-    pytest.importorskip("tokenizers")
     corpus = lib.load_corpus()
     reference, merges = train_tokenizers_reference(corpus.train_text, 1024)
     gpt2_ties = BPETokenizer.train(corpus.train_text, 1024, tie_break="gpt2")
