@@ -56,8 +56,8 @@ def main() -> None:
         print(f"{size:>6} {t_ours:>7.2f} {t_ref:>7.2f} {n_bytes / n_ours:>10.3f} {n_bytes / n_ref:>10.3f} "
               f"{(n_ours - n_ref) / n_ref:>+7.2%} {str(set(ours.merge_bytes) == set(merges)):>9} "
               f"{str(gpt2.merge_bytes == merges):>23}")
-    print(f"characters: 1.000 B/token; bytes: 1.000 B/token (the text is ASCII); "
-          f"{len(set(train))} distinct characters in the training text")
+    print(f"for comparison: characters {n_bytes / len(valid):.3f} B/token "
+          f"({len(set(train))} distinct characters in the training text), bytes 1.000 B/token")
 
 
 if __name__ == "__main__":
