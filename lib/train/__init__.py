@@ -20,9 +20,16 @@ from lib.train.decoding import (
     sequence_log_prob,
     translate,
 )
+from lib.train.generate import context_length, generate, sample_next
 from lib.train.training import (
     FitResult,
+    LMBatch,
+    MaskedLMBatch,
+    causal_lm_loss,
+    evaluation_windows,
     fit,
+    lm_loss,
+    random_windows,
     label_smoothed_nll,
     noam_lambda,
     noam_lr,
@@ -59,4 +66,13 @@ __all__ = [
     "noam_lr",
     "noam_optimizer",
     "train_step",
+    "LMBatch",
+    "MaskedLMBatch",
+    "causal_lm_loss",
+    "evaluation_windows",
+    "lm_loss",
+    "random_windows",
+    "context_length",
+    "generate",
+    "sample_next",
 ]

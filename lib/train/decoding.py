@@ -11,10 +11,11 @@ They put the model in eval mode, run under ``torch.no_grad()``, work on the
 model's device (``src`` is moved there) and return ids *without* the leading
 BOS, each row ending at its EOS and padded with ``pad_id`` after it.
 
-Both re-run the decoder on the whole prefix at every step, so producing L
-tokens costs O(L²) decoder work per sequence. Production decoders keep a
-*KV cache* (the keys and values of the prefix, computed once) to avoid that;
-the course keeps the simpler loop.
+By default both re-run the decoder on the whole prefix at every step, so
+producing L tokens costs O(L²) decoder work per sequence. ``greedy_decode(...,
+use_cache=True)`` keeps a *KV cache* instead (`lib.KVCache`, chapter 10): the
+keys and values of the prefix are computed once and each step runs the decoder
+on the new token only, O(L) in all, with the same output tokens.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lib._checks import (
     shape,
 )
 from lib.model.attention import causal_mask, padding_mask
+from lib.model.kv_cache import KVCache
 
 __all__ = [
     "greedy_decode",
@@ -56,6 +58,14 @@ def _target_vocab_size(model) -> int | None:
     return getattr(config, "tgt_vocab_size", None)
 
 
+def _cache_layers(model) -> int:
+    """The number of decoder layers of a model that can decode with a `lib.KVCache`."""
+    layers = getattr(model, "decoder_layers", None)
+    if layers is None or getattr(model, "config", None) is None:
+        raise TypeError(f"use_cache=True needs a lib.Transformer, got {type(model).__name__}")
+    return len(layers)
+
+
 def _check_src(src: torch.Tensor) -> torch.Tensor:
     require_tensor("src", src)
     if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
@@ -76,16 +86,30 @@ def _check_logits_vocab(logits: torch.Tensor, **ids: int) -> None:
 
 
 @torch.no_grad()
-def greedy_decode(model, src, max_len: int, bos_id: int, eos_id: int, pad_id: int = 0) -> torch.Tensor:
+def greedy_decode(
+    model, src, max_len: int, bos_id: int, eos_id: int, pad_id: int = 0, use_cache: bool = False
+) -> torch.Tensor:
     """At every step take the single most probable next token.
 
     src (B, n) source ids (PAD = ``pad_id`` on the right) -> (B, L) ids, L <= max_len.
     The whole batch advances together; a row that has emitted EOS only receives PAD.
     A row that never produced EOS within ``max_len`` tokens is returned cut at
     ``max_len`` (it has no EOS: check with ``(out == eos_id).any(dim=1)``).
+
+    ``use_cache=True`` (a `lib.Transformer`, chapter 10) feeds the decoder one new
+    token per step and keeps the keys and values of the earlier ones in a
+    `lib.KVCache`; the tokens are the same as without it. ``max_len`` must then
+    fit the model's positional table (``model.config.max_len``).
     """
     _check_src(src)
     require_positive_int("max_len", max_len)
+    require_bool("use_cache", use_cache)
+    if use_cache:
+        n_layers = _cache_layers(model)
+        if max_len > model.config.max_len:
+            raise ValueError(
+                f"max_len: {max_len} target positions exceed the model's max_len={model.config.max_len}"
+            )
     _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     model.eval()
     device = _model_device(model)
@@ -95,9 +119,13 @@ def greedy_decode(model, src, max_len: int, bos_id: int, eos_id: int, pad_id: in
     B = src.shape[0]
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool, device=device)
+    cache = KVCache(n_layers, cross_attention=True) if use_cache else None
     for _ in range(max_len):
-        tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
-        logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B, |V|)
+        if cache is not None:  # only the newest token; the cache holds the others
+            logits = model.decode(ys[:, -1:], memory, src_mask=src_mask, cache=cache)[:, -1]  # (B, |V|)
+        else:
+            tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
+            logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B, |V|)
         if ys.shape[1] == 1:
             _check_logits_vocab(logits, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
         next_id = logits.argmax(dim=-1).masked_fill(done, pad_id)  # (B,)

@@ -1,6 +1,9 @@
 """Training helpers: the paper's learning-rate schedule, label smoothing and the training loop.
 
-Introduced in chapter 8 (training).
+Introduced in chapter 8 (training). Chapter 10 generalises the loop to the other two
+model families: a batch may carry its own loss (`LMBatch` for a decoder-only language
+model, `MaskedLMBatch` for an encoder-only one), or `train_step`/`fit` take a
+``loss_fn(model, batch)``; a `lib.Batch` keeps the encoder-decoder default.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from lib._checks import (
     shape,
 )
 
-__all__ = ["noam_lr", "noam_lambda", "label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit"]
+__all__ = [
+    "noam_lr", "noam_lambda", "label_smoothed_nll", "noam_optimizer", "FitResult", "train_step", "fit",
+    "causal_lm_loss", "LMBatch", "MaskedLMBatch", "random_windows", "evaluation_windows", "lm_loss",
+]
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
@@ -128,24 +134,34 @@ def _model_device(model: torch.nn.Module) -> torch.device:
 
 def train_step(
     model, batch, optimizer, scheduler=None, label_smoothing: float = 0.1, pad_id: int | None = None,
-    clip_norm: float | None = None,
+    clip_norm: float | None = None, loss_fn: Callable | None = None,
 ) -> float:
-    """One step of teacher forcing on a `lib.Batch`; returns the loss.
+    """One optimisation step on one batch; returns the loss.
 
-    The model reads ``batch.tgt_in`` (BOS + target) and is scored on
-    ``batch.tgt_out`` (target + EOS), PAD positions excluded (``pad_id``
-    defaults to the batch's own ``batch.pad_id``). The batch is moved to the
-    model's device first. With ``clip_norm`` the gradient's global norm is
-    capped before the update (not in the paper; it tames the occasional loss
-    spike of a small model).
+    The loss is, in this order of precedence:
+    - ``loss_fn(model, batch)`` when given (any model family, any batch);
+    - ``batch.loss(model)`` when the batch has its own loss (`LMBatch`,
+      `MaskedLMBatch`: chapter 10);
+    - otherwise teacher forcing on a `lib.Batch` for an encoder-decoder: the
+      model reads ``batch.tgt_in`` (BOS + target) and is scored with
+      `label_smoothed_nll` on ``batch.tgt_out`` (target + EOS), PAD positions
+      excluded (``pad_id`` defaults to the batch's own ``batch.pad_id``).
+    The batch is moved to the model's device first (if it has ``.to``). With
+    ``clip_norm`` the gradient's global norm is capped before the update (not in
+    the paper; it tames the occasional loss spike of a small model).
     """
-    if pad_id is None:
-        pad_id = getattr(batch, "pad_id", 0)
     if hasattr(batch, "to"):
         batch = batch.to(_model_device(model))
     model.train()
-    logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)  # (B, m, |V|)
-    loss = label_smoothed_nll(logits, batch.tgt_out, label_smoothing, ignore_index=pad_id)
+    if loss_fn is not None:
+        loss = loss_fn(model, batch)
+    elif callable(getattr(batch, "loss", None)):
+        loss = batch.loss(model)
+    else:
+        if pad_id is None:
+            pad_id = getattr(batch, "pad_id", 0)
+        logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)  # (B, m, |V|)
+        loss = label_smoothed_nll(logits, batch.tgt_out, label_smoothing, ignore_index=pad_id)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if clip_norm is not None:
@@ -183,6 +199,7 @@ def fit(
     target: float | None = None,
     log_every: int = 0,
     clip_norm: float | None = None,
+    loss_fn: Callable | None = None,
 ) -> FitResult:
     """Train for at most ``steps`` steps; the course's one training loop (chapter 8).
 
@@ -191,7 +208,9 @@ def fit(
     ignored by the loss unless ``pad_id`` is given); every
     ``eval_every`` steps (and after the last) ``evaluate()`` is called, and
     training stops early once it returns at least ``target``. With
-    ``log_every`` a line of progress is printed.
+    ``log_every`` a line of progress is printed. Any model family trains here:
+    the loss is chosen per batch as `train_step` says (``loss_fn``, the batch's
+    own ``loss``, or the encoder-decoder default).
     """
     require_positive_int("steps", steps)
     require_probability("label_smoothing", label_smoothing)
@@ -201,7 +220,9 @@ def fit(
     start = time.perf_counter()
     for step in range(1, steps + 1):
         result.lrs.append(optimizer.param_groups[0]["lr"])
-        loss = train_step(model, next_batch(step), optimizer, scheduler, label_smoothing, pad_id, clip_norm)
+        loss = train_step(
+            model, next_batch(step), optimizer, scheduler, label_smoothing, pad_id, clip_norm, loss_fn
+        )
         if not math.isfinite(loss):
             raise FloatingPointError(f"the loss became {loss} at step {step}")
         result.losses.append(loss)
@@ -218,3 +239,113 @@ def fit(
                 break
     result.seconds = time.perf_counter() - start
     return result
+
+
+# ---------------------------------------------------------------------------
+# Language models (chapter 10): decoder-only and encoder-only batches and losses.
+# ---------------------------------------------------------------------------
+
+
+def causal_lm_loss(logits: torch.Tensor, tokens: torch.Tensor, ignore_index: int | None = None) -> torch.Tensor:
+    """Next-token cross-entropy in nats per token: position t's logits predict token t + 1.
+
+    logits (B, L, |V|) = model(tokens), tokens (B, L) integer ids, L >= 2. The last
+    position has no next token and the first token is never a target, so the
+    mean runs over the B × (L - 1) pairs (logits[:, t], tokens[:, t + 1]),
+    skipping targets equal to ``ignore_index``.
+    """
+    require_float("logits", logits)
+    require_tensor("tokens", tokens)
+    if logits.dim() != 3 or tokens.dim() != 2 or logits.shape[:2] != tokens.shape:
+        raise ValueError(
+            f"logits must be (B, L, |V|) and tokens (B, L) with the same B and L: "
+            f"logits is {shape(logits)}, tokens is {shape(tokens)}"
+        )
+    if tokens.shape[1] < 2:
+        raise ValueError(f"tokens: a sequence of length {tokens.shape[1]} has no next token to predict (L >= 2)")
+    return label_smoothed_nll(logits[:, :-1], tokens[:, 1:], 0.0, ignore_index=ignore_index)
+
+
+@dataclass
+class LMBatch:
+    """Windows of text for a decoder-only language model: tokens (B, L + 1).
+
+    The model reads ``tokens[:, :-1]`` and position t is scored on ``tokens[:, t + 1]``
+    (`causal_lm_loss`); `train_step` calls `loss`.
+    """
+
+    tokens: torch.Tensor
+
+    def to(self, device) -> "LMBatch":
+        return LMBatch(self.tokens.to(device))
+
+    def loss(self, model) -> torch.Tensor:
+        """Mean next-token cross-entropy (nats per token) of `model` on these windows."""
+        inputs, targets = self.tokens[:, :-1], self.tokens[:, 1:]  # (B, L) each
+        logits = model(inputs)  # (B, L, |V|)
+        return label_smoothed_nll(logits, targets, 0.0)
+
+
+@dataclass
+class MaskedLMBatch:
+    """An encoder-only (BERT-like) batch: ``tokens`` (B, L) with some positions replaced
+    (e.g. by a [MASK] id) and ``targets`` (B, L): the original id at those positions,
+    ``ignore_index`` (-100) elsewhere. The loss is cross-entropy at the masked positions."""
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+    ignore_index: int = -100
+
+    def to(self, device) -> "MaskedLMBatch":
+        return MaskedLMBatch(self.tokens.to(device), self.targets.to(device), self.ignore_index)
+
+    def loss(self, model) -> torch.Tensor:
+        return label_smoothed_nll(model(self.tokens), self.targets, 0.0, ignore_index=self.ignore_index)
+
+
+def _check_ids_1d(name: str, ids: torch.Tensor, context: int) -> None:
+    require_tensor(name, ids)
+    if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool:
+        raise ValueError(f"{name} must be a 1-D tensor of integer token ids, got {shape(ids)} {ids.dtype}")
+    require_positive_int("context", context)
+    if ids.numel() < context + 1:
+        raise ValueError(f"{name}: {ids.numel()} tokens are too few for windows of context + 1 = {context + 1}")
+
+
+def random_windows(
+    ids: torch.Tensor, context: int, batch_size: int, generator: torch.Generator | None = None
+) -> LMBatch:
+    """``batch_size`` windows of ``context + 1`` consecutive tokens at random offsets of
+    ``ids`` (a 1-D tensor of the whole training text), as nanoGPT's ``get_batch`` draws them."""
+    _check_ids_1d("ids", ids, context)
+    require_positive_int("batch_size", batch_size)
+    starts = torch.randint(0, ids.numel() - context, (batch_size,), generator=generator)
+    return LMBatch(torch.stack([ids[s : s + context + 1] for s in starts.tolist()]))  # (B, context + 1)
+
+
+def evaluation_windows(ids: torch.Tensor, context: int, n_windows: int | None = None) -> LMBatch:
+    """Non-overlapping windows of ``context + 1`` tokens, evenly spread over ``ids``
+    (all of them when ``n_windows`` is None): a fixed, reproducible validation set."""
+    _check_ids_1d("ids", ids, context)
+    available = (ids.numel() - 1) // context  # windows share one token at the borders
+    n = available if n_windows is None else min(require_positive_int("n_windows", n_windows), available)
+    starts = torch.linspace(0, available - 1, n).round().long() * context  # window k starts at k·context
+    return LMBatch(torch.stack([ids[s : s + context + 1] for s in starts.tolist()]))
+
+
+@torch.no_grad()
+def lm_loss(model, batch: LMBatch, batch_size: int = 64) -> float:
+    """Mean next-token cross-entropy (nats per token) of ``model`` over every window of
+    ``batch``, in chunks of ``batch_size`` windows, in eval mode (restored afterwards)."""
+    require_positive_int("batch_size", batch_size)
+    was_training = model.training
+    model.eval()
+    batch = batch.to(_model_device(model))
+    total, count = 0.0, 0
+    for i in range(0, batch.tokens.shape[0], batch_size):
+        chunk = LMBatch(batch.tokens[i : i + batch_size])
+        n = chunk.tokens[:, 1:].numel()
+        total += float(chunk.loss(model)) * n
+        count += n
+    model.train(was_training)
+    return total / count

@@ -6,6 +6,7 @@ from lib.teach.checkers import (
     efficient,
     feed_forward,
     heads,
+    language_model,
     layers,
     positions,
     rnn_attention,
@@ -18,6 +19,7 @@ from lib.teach.checkers.complexity import *  # noqa: F403
 from lib.teach.checkers.efficient import *  # noqa: F403
 from lib.teach.checkers.feed_forward import *  # noqa: F403
 from lib.teach.checkers.heads import *  # noqa: F403
+from lib.teach.checkers.language_model import *  # noqa: F403
 from lib.teach.checkers.layers import *  # noqa: F403
 from lib.teach.checkers.positions import *  # noqa: F403
 from lib.teach.checkers.rnn_attention import *  # noqa: F403
@@ -30,6 +32,7 @@ __all__ = [
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
         positions, layers, training, complexity, efficient, tokenization,
+        language_model,
     )
     for name in module.__all__
 ]

@@ -1,0 +1,149 @@
+"""Generating text with a decoder-only language model: sampling and the KV cache.
+
+Introduced in chapter 10 (a language model trained on real text).
+
+`sample_next` turns one step's logits into next tokens: divide by a temperature,
+keep the ``top_k`` most probable tokens, sample from the softmax. `generate`
+extends a prompt token by token, greedily or by sampling, with or without a
+`lib.KVCache`:
+
+    without a cache   step t runs the model on the whole prefix (t tokens) and keeps
+                      only the last position's logits: O(t) work per step, O(t²) in all;
+    with a cache      the prompt runs once, then each step runs the model on the one
+                      new token, reading the earlier keys and values from the cache.
+
+Both paths compute the same function, so greedy generation gives the same tokens
+(tests/test_kv_cache.py checks this with ``torch.equal``). A learned positional table
+has no row beyond the model's ``max_len``: generation that would go past it is
+refused before it starts (nanoGPT instead crops the context to its last
+``max_len`` tokens; we keep the error, so the two paths stay comparable).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lib._checks import require_bool, require_float, require_int, require_number, require_positive_int, shape
+from lib.model.kv_cache import KVCache
+
+__all__ = ["sample_next", "generate", "context_length"]
+
+
+def _check_sampling(temperature, top_k, vocab_size: int | None) -> tuple[float, int | None]:
+    temperature = require_number("temperature", temperature)
+    if not temperature > 0.0:
+        raise ValueError(
+            f"temperature must be > 0, got {temperature}: for the most probable token use greedy=True "
+            "(the limit temperature -> 0)"
+        )
+    if top_k is not None:
+        top_k = require_int("top_k", top_k)
+        if top_k <= 0:
+            raise ValueError(f"top_k must be a positive number of tokens (or None for all), got {top_k}")
+        if vocab_size is not None and top_k > vocab_size:
+            raise ValueError(f"top_k={top_k} is larger than the vocabulary (|V| = {vocab_size})")
+    return temperature, top_k
+
+
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """logits (B, |V|) of the next token -> sampled ids (B,) int64.
+
+    1. Divide the logits by ``temperature`` (> 0): below 1 sharpens the distribution
+       towards the most probable token, above 1 flattens it towards uniform.
+    2. With ``top_k``, keep the k largest logits of each row and set the others to
+       -inf, so only those k tokens can be drawn (1 <= top_k <= |V|; top_k=1 is greedy).
+    3. Draw one token per row from softmax(logits) with ``torch.multinomial``,
+       using ``generator`` (seed it for a reproducible draw).
+    """
+    require_float("logits", logits)
+    if logits.dim() != 2 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (B, |V|) with |V| > 0, got {shape(logits)}")
+    temperature, top_k = _check_sampling(temperature, top_k, logits.shape[-1])
+    logits = logits.float() / temperature  # (B, |V|)
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1) the k-th largest
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = logits.softmax(dim=-1)  # (B, |V|)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
+
+
+def context_length(model) -> int:
+    """The longest sequence `model` accepts: its positional table's ``max_len``."""
+    pos = getattr(model, "pos", None)
+    max_len = getattr(pos, "max_len", None)
+    if max_len is None:
+        raise TypeError(f"model: expected a lib.DecoderOnlyModel (with .pos.max_len), got {type(model).__name__}")
+    return max_len
+
+
+def _model_device(model) -> torch.device:
+    p = next(model.parameters(), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
+@torch.no_grad()
+def generate(
+    model,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    greedy: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    generator: torch.Generator | None = None,
+    use_cache: bool = True,
+) -> torch.Tensor:
+    """Continue ``prompt`` by ``max_new_tokens`` tokens with a `lib.DecoderOnlyModel`.
+
+    prompt: (B, P) or (P,) integer ids, P >= 1 -> (B, P + max_new_tokens) or
+    (P + max_new_tokens,): the prompt followed by the new tokens.
+    ``greedy=True`` takes the most probable token at every step (argmax; then
+    temperature and top_k are not used); otherwise tokens are drawn by `sample_next`
+    with ``temperature``, ``top_k`` and ``generator``. ``use_cache`` chooses the
+    KV-cached path (the default) or the full re-run of the prefix at every step.
+    P + max_new_tokens must not exceed the model's ``max_len``.
+    The model is put in eval mode (no dropout).
+    """
+    max_len = context_length(model)
+    require_bool("greedy", greedy)
+    require_bool("use_cache", use_cache)
+    if not greedy:
+        _check_sampling(temperature, top_k, model.vocab_size)
+    if not isinstance(prompt, torch.Tensor):
+        raise TypeError(f"prompt must be a tensor of token ids, got {type(prompt).__name__}")
+    if prompt.is_floating_point() or prompt.dtype == torch.bool:
+        raise TypeError(f"prompt must hold integer token ids, got dtype {prompt.dtype}")
+    one_row = prompt.dim() == 1
+    tokens = prompt[None] if one_row else prompt
+    if tokens.dim() != 2 or tokens.shape[0] == 0 or tokens.shape[1] == 0:
+        raise ValueError(f"prompt must have shape (B, P) or (P,) with B, P > 0, got {shape(prompt)}")
+    require_int("max_new_tokens", max_new_tokens, minimum=0)
+    P = tokens.shape[1]
+    if P > max_len:
+        raise ValueError(f"prompt: {P} tokens is longer than the model's context (max_len={max_len})")
+    if P + max_new_tokens > max_len:
+        raise ValueError(
+            f"max_new_tokens: {P} prompt tokens + {max_new_tokens} new ones = {P + max_new_tokens} positions, "
+            f"more than the model's max_len={max_len}"
+        )
+    model.eval()
+    tokens = tokens.to(_model_device(model)).long()
+    cache = KVCache(len(model.layers)) if use_cache else None
+    step_input = tokens  # the cached path feeds the whole prompt once, then one token a step
+    for _ in range(max_new_tokens):
+        if cache is not None:
+            logits = model(step_input, cache=cache)[:, -1]  # (B, |V|)
+        else:
+            logits = model(tokens)[:, -1]  # the whole prefix, every step
+        if greedy:
+            next_id = logits.argmax(dim=-1)  # (B,)
+        else:
+            next_id = sample_next(logits, temperature, top_k, generator)
+        tokens = torch.cat([tokens, next_id[:, None]], dim=1)
+        step_input = next_id[:, None]  # (B, 1)
+    return tokens[0] if one_row else tokens

@@ -1,0 +1,157 @@
+"""The chapter 10 exercise checkers (lib/teach/checkers/language_model.py).
+
+Each checker gets (a) a correct solution written here (must pass), (b) a stub
+("not implemented yet"), and (c) for every mistake it names, a wrong
+implementation written here independently, which must be recognised by name.
+"""
+
+import math
+
+import pytest
+import torch
+
+import lib
+from lib.teach.checking import NOT_IMPLEMENTED
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+# --- sampling_probs ----------------------------------------------------------------------------
+
+
+def probs_ok(logits, temperature, top_k):
+    z = logits / temperature
+    if top_k is not None:
+        threshold = torch.sort(z, dim=-1, descending=True).values[:, top_k - 1 : top_k]
+        z = torch.where(z >= threshold, z, torch.full_like(z, -math.inf))
+    p = torch.exp(z - z.max(dim=-1, keepdim=True).values)
+    return p / p.sum(dim=-1, keepdim=True)
+
+
+def _top_mask(z, k, strict=False):
+    if k is None:
+        return torch.ones_like(z, dtype=torch.bool)
+    threshold = torch.sort(z, dim=-1, descending=True).values[:, k - 1 : k]
+    return z > threshold if strict else z >= threshold
+
+
+def probs_times_t(logits, t, k):
+    return probs_ok(logits * t, 1.0, k)
+
+
+def probs_divided_after(logits, t, k):
+    z = torch.where(_top_mask(logits, k), logits, torch.tensor(-math.inf, dtype=logits.dtype))
+    return torch.softmax(z, dim=-1) / t
+
+
+def probs_zero_fill(logits, t, k):
+    z = logits / t
+    return torch.softmax(torch.where(_top_mask(z, k), z, torch.zeros_like(z)), dim=-1)
+
+
+def probs_not_renormalised(logits, t, k):
+    z = logits / t
+    return torch.softmax(z, dim=-1) * _top_mask(z, k)
+
+
+def probs_smallest(logits, t, k):
+    z = logits / t
+    if k is None:
+        return torch.softmax(z, dim=-1)
+    threshold = torch.sort(z, dim=-1).values[:, k - 1 : k]
+    return torch.softmax(z.masked_fill(z > threshold, -math.inf), dim=-1)
+
+
+def probs_strict(logits, t, k):
+    z = logits / t
+    return torch.softmax(z.masked_fill(~_top_mask(z, k, strict=True), -math.inf), dim=-1)
+
+
+PROBS_WRONG = {
+    "multiplied by the temperature": probs_times_t,
+    "probabilities divided by the temperature": probs_divided_after,
+    "tokens outside the top k set to 0 instead of -inf": probs_zero_fill,
+    "top-k filter without renormalising": probs_not_renormalised,
+    "kept the k smallest logits": probs_smallest,
+    "one token too few kept (k - 1)": probs_strict,
+}
+
+
+def test_sampling_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_sampling_probs(probs_ok)
+    verdict = lib.check_sampling_probs(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(PROBS_WRONG))
+def test_sampling_checker_names_each_mistake(mistake):
+    verdict = lib.check_sampling_probs(PROBS_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake, verdict.message
+    assert "?" in verdict.message
+
+
+def test_sampling_checker_reports_an_unknown_bug_without_a_name():
+    verdict = lib.check_sampling_probs(lambda x, t, k: probs_ok(x, t + 0.1, k))
+    assert not verdict and verdict.mistake is None
+
+
+# --- causal_lm_loss ----------------------------------------------------------------------------
+
+
+def loss_ok(logits, tokens):
+    log_p = torch.log_softmax(logits, dim=-1)[:, :-1]  # predictions for positions 1..L-1
+    target = tokens[:, 1:]
+    return -log_p.gather(-1, target.unsqueeze(-1)).mean()
+
+
+def loss_no_shift(logits, tokens):
+    return -torch.log_softmax(logits, -1).gather(-1, tokens.unsqueeze(-1)).mean()
+
+
+def loss_wrong_way(logits, tokens):
+    log_p = torch.log_softmax(logits, -1)[:, 1:]
+    return -log_p.gather(-1, tokens[:, :-1].unsqueeze(-1)).mean()
+
+
+def loss_sum(logits, tokens):
+    return -torch.log_softmax(logits, -1)[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1)).sum()
+
+
+def loss_bits(logits, tokens):
+    p = torch.softmax(logits, -1)[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1))
+    return -torch.log2(p).mean()
+
+
+def loss_wrong_axis(logits, tokens):
+    log_p = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    return -log_p[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1)).mean()
+
+
+LOSS_WRONG = {
+    "no shift: each position scored on its own token": loss_no_shift,
+    "shifted the wrong way": loss_wrong_way,
+    "summed instead of averaged": loss_sum,
+    "bits instead of nats": loss_bits,
+    "softmax over the positions instead of the vocabulary": loss_wrong_axis,
+}
+
+
+def test_lm_loss_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_causal_lm_loss(loss_ok)
+    assert lib.check_causal_lm_loss(lambda logits, tokens: lib.causal_lm_loss(logits, tokens))
+    verdict = lib.check_causal_lm_loss(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(LOSS_WRONG))
+def test_lm_loss_checker_names_each_mistake(mistake):
+    verdict = lib.check_causal_lm_loss(LOSS_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake, verdict.message
+    assert "?" in verdict.message
+
+
+def test_lm_loss_checker_reports_an_unknown_bug_without_a_name():
+    verdict = lib.check_causal_lm_loss(lambda x, y: loss_ok(x, y) * 1.01)
+    assert not verdict and verdict.mistake is None
