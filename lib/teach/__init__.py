@@ -15,6 +15,7 @@ from lib.teach.exercises import (
     compare_table,
     text_table,
 )
+from lib.teach.figures import describe_figure, figure_alt
 from lib.teach.plots import plot_heatmap
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "compare_table",
     "text_table",
     "plot_heatmap",
+    "describe_figure",
+    "figure_alt",
 ]
 from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
     BeamStep,

@@ -13,6 +13,12 @@ messages that would land in the output of the cell that moved a slider, and has
 no captured output to replay or clear. The PNG is rendered at twice the size
 it is shown at (a device pixel ratio of 2), and the image's layout width is set
 to that size, so the picture is neither stretched nor blurred.
+
+Alternative text: every redraw also says in one sentence what the new picture shows
+(its axes and its point). `show_png` puts that sentence in the Image widget's
+``tooltip``, which ipywidgets renders as the image's ``title`` (its accessible name,
+and a hover text); on the book's pages _ext/accessibility/static/course-a11y.js
+also copies it into ``alt``. Each explorer keeps the sentence in ``.alt``.
 """
 
 from __future__ import annotations
@@ -20,17 +26,41 @@ from __future__ import annotations
 import io
 
 import ipywidgets as widgets
+import traitlets
 from matplotlib.figure import Figure
 
 PIXEL_RATIO = 2  # PNG pixels per CSS pixel: sharp on high-density screens, fine on others
 CSS_DPI = 100  # CSS pixels per figure inch: a (6, 3) inch figure is shown at 600 × 300 px
 
 
-def image_widget(figsize: tuple[float, float]) -> widgets.Image:
+class DescribedImage(widgets.Image):
+    """An ``ipywidgets.Image`` whose ``tooltip`` (its title: the accessible name) works.
+
+    The widget front end (@jupyter-widgets/base 2.0 ``DOMWidgetView.updateTooltip``) sets
+    the title only when ``model.get("description").length === 0``; an Image has no
+    ``description``, so a tooltip makes the view throw and the image is never drawn.
+    This class syncs an empty ``description`` so that the check passes; the model and
+    view are still the standard ImageModel/ImageView.
+    """
+
+    description = traitlets.Unicode("").tag(sync=True)
+
+
+def image_widget(figsize: tuple[float, float]) -> DescribedImage:
     """An empty Image widget shown at the CSS size of a figure of ``figsize`` inches
     (narrower if the page is narrower, keeping its proportions)."""
     width = round(figsize[0] * CSS_DPI)
-    return widgets.Image(format="png", layout=widgets.Layout(width=f"{width}px", max_width="100%", height="auto"))
+    return DescribedImage(format="png", layout=widgets.Layout(width=f"{width}px", max_width="100%", height="auto"))
+
+
+def show_png(image: widgets.Image, fig: Figure, alt: str) -> None:
+    """Show ``fig`` in ``image`` (see `render_png`), described by ``alt`` (one sentence)."""
+    from lib.teach.figures import check_alt
+
+    alt = check_alt(alt)
+    with image.hold_sync():
+        image.value = render_png(fig)
+        image.tooltip = alt
 
 
 def render_png(fig: Figure) -> bytes:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from lib._checks import require_float, require_positive_int, shape
 from lib.model.attention import MultiHeadAttention
-from lib.widgets._display import DisplaysWidget, image_widget, render_png
+from lib.widgets._display import DisplaysWidget, image_widget, show_png
 
 __all__ = ["head_weights", "draw_weights", "HeadsExplorer"]
 
@@ -82,7 +82,8 @@ class HeadsExplorer(DisplaysWidget):
     ``x`` (n, d_model) is the sequence, ``tokens`` its n labels. The choices of
     ``n_heads`` are the divisors of d_model. Everything shown comes from
     `head_weights` (same ``seed``), so a test can set the sliders and compare
-    ``current_weights`` with a layer it builds itself; ``title`` is the heatmap's title.
+    ``current_weights`` with a layer it builds itself; ``title`` is the heatmap's title
+    and ``alt`` one sentence saying what it shows (the image's alternative text).
     """
 
     figsize = (4.8, 4.2)  # inches; shown at 480 × 420 CSS px
@@ -132,4 +133,13 @@ class HeadsExplorer(DisplaysWidget):
         draw_weights(ax, self.current_weights, self.tokens, self.tokens, title=self.title)
         fig.tight_layout()
         self.figure = fig
-        self.image.value = render_png(fig)
+        w = self.current_weights
+        flat = int(torch.argmax(w))
+        i, j = divmod(flat, w.shape[1])
+        self.alt = (
+            f"Heatmap of the attention weights of head {self.current_head} of {self.current_n_heads} "
+            f"(d_k = {d_k}): rows are the queries and columns the keys ({' '.join(self.tokens)}), each cell "
+            f"printed with its weight, darker for larger; the largest, {w[i, j].item():.2f}, is query "
+            f"{i} ({self.tokens[i]}) on key {j} ({self.tokens[j]})."
+        )
+        show_png(self.image, fig, self.alt)

@@ -11,7 +11,8 @@ PNG redrawn on every change) and the numbers it shows, so a notebook (or a test)
     ex.cosine                                 # cosine of PE[3, 0:8] and PE[10, 0:8]
 
 Every change of a control recomputes ``.values_a``, ``.values_b``, ``.dot``,
-``.cosine`` and the text in ``.readout``, then redraws. The left panel draws
+``.cosine`` and the text in ``.readout``, then redraws (``.alt`` says in one
+sentence what the figure shows: its alternative text). The left panel draws
 at most ``max_curves`` sinusoids; ``.curve_dims`` says which, and the readout and
 the panel's title say so when that is fewer than the selected dimensions.
 Display it with ``ex`` or ``display(ex)`` (``display(ex.widget)`` also works).
@@ -27,7 +28,7 @@ import torch
 
 from lib._checks import require_positive_int
 from lib.model.layers import sinusoidal_positional_encoding
-from lib.widgets._display import DisplaysWidget, image_widget, render_png
+from lib.widgets._display import DisplaysWidget, image_widget, show_png
 
 __all__ = ["PositionExplorer"]
 
@@ -128,4 +129,12 @@ class PositionExplorer(DisplaysWidget):
         right.legend(fontsize=7)
         fig.tight_layout()
         self.figure = fig
-        self.image.value = render_png(fig)
+        c_lo, c_hi = self.curve_dims
+        self.alt = (
+            f"Left: the sinusoidal encoding's value (y axis) against position 0 to {self.max_pos - 1} (x axis) "
+            f"for dimension{'s' if c_hi > c_lo else ''} {c_lo}{f' to {c_hi}' if c_hi > c_lo else ''}, "
+            f"each a sine or cosine wave, slower for higher dimensions, with positions {a} and {b} marked "
+            f"by vertical lines; right: bars of the two positions' values on dimension{'s' if hi > lo else ''} "
+            f"{lo}{f' to {hi}' if hi > lo else ''}, whose cosine similarity is {self.cosine:.3f}."
+        )
+        show_png(self.image, fig, self.alt)

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from lib._checks import require_positive_int
 from lib.train.training import noam_lr
-from lib.widgets._display import DisplaysWidget, image_widget, render_png
+from lib.widgets._display import DisplaysWidget, image_widget, show_png
 
 __all__ = ["ScheduleExplorer"]
 
@@ -29,6 +29,7 @@ class ScheduleExplorer(DisplaysWidget):
         peak_step  the step where the curve is highest (= warmup_steps if it lies within total_steps)
         peak_lr    the rate there
         title      the plot's title (two lines: the settings, then the peak)
+        alt        one sentence saying what the plot shows (the image's alternative text)
     Display it with ``explorer`` or ``display(explorer)`` (``display(explorer.widget)`` also works).
     The sliders act when released (``continuous_update=False``): each redraw
     computes ``total_steps`` rates and renders a PNG.
@@ -52,6 +53,7 @@ class ScheduleExplorer(DisplaysWidget):
         self.peak_step = 0
         self.peak_lr = 0.0
         self.title = ""
+        self.alt = ""
         self.redraws = 0
         self.figure: Figure | None = None  # the last figure drawn
         for slider in (self.d_model, self.warmup, self.factor):
@@ -79,4 +81,11 @@ class ScheduleExplorer(DisplaysWidget):
         ax.set_title(self.title, fontsize=10)
         fig.tight_layout()
         self.figure = fig
-        self.image.value = render_png(fig)
+        settings = f"d_model={d}, warmup_steps={w}, factor={f:.1f}"
+        if w < self.total_steps:
+            shape = (f"it rises linearly to its peak {self.peak_lr:.2e} at step {self.peak_step}, "
+                     "then decays in proportion to one over the square root of the step")
+        else:  # the warm-up fills the whole plot
+            shape = f"it rises linearly over all {self.total_steps} steps drawn, to {self.peak_lr:.2e} at the last"
+        self.alt = f"Learning rate (y axis) against training step (x axis, 1 to {self.total_steps}) for {settings}: {shape}."
+        show_png(self.image, fig, self.alt)

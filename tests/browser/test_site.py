@@ -95,6 +95,10 @@ PAGES = toc_pages(TOC)
 # Pages the tests make themselves, served from memory next to the built ones
 # (same folder, so the built pages' relative script paths work): path -> HTML.
 EXTRA_PAGES: dict[str, str] = {}
+# axe-core (package.json's devDependencies, installed by `npm ci`), served by the
+# test server from node_modules/ to the pages under test; never part of the site.
+AXE_SOURCE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+AXE_PATH = "__test__/axe.min.js"
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -102,12 +106,15 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):  # noqa: N802
-        page = EXTRA_PAGES.get(urlsplit(self.path).path.lstrip("/"))
-        if page is None:
+        path = urlsplit(self.path).path.lstrip("/")
+        if path == AXE_PATH:
+            body, kind = AXE_SOURCE.read_bytes(), "text/javascript; charset=utf-8"
+        elif path in EXTRA_PAGES:
+            body, kind = EXTRA_PAGES[path].encode("utf-8"), "text/html; charset=utf-8"
+        else:
             return super().do_GET()
-        body = page.encode("utf-8")
         self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -276,7 +283,14 @@ def html_path(page: str) -> str:
 def test_page_loads_offline(browser, base_url, page):
     assert (SITE / html_path(page)).exists(), f"{page} is in {TOC.name} but was not built"
     log = open_page(browser, base_url, html_path(page))
+    settle(browser, page, log)
+    time.sleep(0.5)  # let late requests (fonts, lazy modules) show up in the log
+    log.assert_clean(page)
 
+
+def settle(browser, page: str, log: NetworkLog) -> None:
+    """Wait until the page is drawn (math typeset, images decoded, stored widgets rendered),
+    failing on anything that is not."""
     # Math: every .math element typeset, no TeX errors.
     status = browser.execute_async_script(WAIT_FOR_MATHJAX)
     assert status in ("ok", "no math"), f"{page}: MathJax: {status}"
@@ -300,9 +314,6 @@ def test_page_loads_offline(browser, base_url, page):
             report = browser.execute_script(WIDGET_REPORT)
             pytest.fail(f"{page}: {report['rendered']} of {report['views']} stored widget views rendered; "
                         f"console: {log.console}; network: {log.problems}")
-
-    time.sleep(0.5)  # let late requests (fonts, lazy modules) show up in the log
-    log.assert_clean(page)
 
 
 def test_toc_pages_exist():
@@ -693,3 +704,83 @@ def test_plot_widgets_draw_sharp_unstretched_images(browser, base_url):
     texts = browser.execute_script("return Array.from(document.querySelectorAll('.test-widget')).map((w) => w.innerText);")
     assert "showing dims 0-7 of 0-15" in texts[1], texts[1]
     log.assert_clean(page)
+
+
+# --------------------------------------------------------------------------- accessibility
+
+# Artefacts of the browser test (axe results per page, phone-width screenshots).
+ARTEFACTS = Path(os.environ.get("COURSE_SITE_ARTEFACTS", ROOT / "_build"))
+# axe-core rule tags: every WCAG 2.0, 2.1 and 2.2 success criterion at level A and AA.
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa"]
+# Violations that cannot be fixed for a reason outside the course's control. Each names
+# the rule, the elements it concerns (a CSS selector the failing element must lie inside:
+# never a whole rule for the whole page) and the reason. Everything else fails the test.
+AXE_EXCEPTIONS: list[tuple[str, str, str]] = [
+    (
+        "target-size",
+        ".noUi-target:has(.noUi-handle-upper)",
+        "the two handles of an ipywidgets range slider (noUiSlider, 16 px, drawn by the widget "
+        "manager) come closer than 24 px when the range is narrow (chapter 6's dimensions 0-5 of "
+        "0-63); WCAG 2.5.8's 'equivalent' exception applies: the same range can be typed into "
+        "the slider's readout, a text field 28 px high (named by _ext/accessibility/static/course-a11y.js)",
+    ),
+]
+
+RUN_AXE = """
+const [url, tags, exceptions] = arguments;
+const done = arguments[arguments.length - 1];
+function load() {
+  return new Promise((resolve, reject) => {
+    if (window.axe) { resolve(); return; }
+    const script = document.createElement('script');
+    script.src = url;
+    script.onload = resolve;
+    script.onerror = () => reject(new Error('axe-core did not load from ' + url));
+    document.head.appendChild(script);
+  });
+}
+function element(target) {
+  try { return target.length === 1 ? document.querySelector(target[0]) : null; } catch (e) { return null; }
+}
+load()
+  .then(() => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']}))
+  .then((results) => {
+    const violations = [], excepted = [];
+    for (const rule of results.violations) {
+      for (const node of rule.nodes) {
+        const el = element(node.target);
+        const why = exceptions.find(([id, selector]) => id === rule.id && el && el.closest(selector));
+        const item = {rule: rule.id, impact: node.impact, help: rule.help, target: node.target.join(' '),
+                      html: node.html.slice(0, 200), summary: (node.failureSummary || '').slice(0, 300)};
+        (why ? excepted : violations).push(why ? Object.assign(item, {reason: why[2]}) : item);
+      }
+    }
+    done({violations, excepted, version: axe.version});
+  }, (error) => done({error: String(error)}));
+"""
+
+
+def run_axe(browser, page: str) -> dict:
+    if not AXE_SOURCE.exists():
+        pytest.fail(f"{AXE_SOURCE} missing: run `npm ci` in the repository root (make book does)")
+    result = browser.execute_async_script(RUN_AXE, "/" + AXE_PATH, AXE_TAGS, AXE_EXCEPTIONS)
+    assert "error" not in result, f"{page}: {result.get('error')}"
+    out = ARTEFACTS / "axe" / (page.replace("/", "__") + ".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    return result
+
+
+def _describe(violations: list[dict]) -> str:
+    return "\n".join(f"  [{v['rule']}, {v['impact']}] {v['help']}: {v['target']}\n      {v['html']}" for v in violations)
+
+
+@pytest.mark.parametrize("page", PAGES + ["search", "genindex"])
+def test_page_has_no_wcag_violations(browser, base_url, page):
+    """axe-core's WCAG 2 A/AA rules over the drawn page (math typeset, widgets rendered)."""
+    log = open_page(browser, base_url, html_path(page))
+    settle(browser, page, log)
+    result = run_axe(browser, page)
+    assert not result["violations"], f"{page}: WCAG 2 A/AA violations (axe-core {result['version']}):\n" + _describe(
+        result["violations"]
+    )

@@ -10,6 +10,14 @@
 //        output  = weights · V
 // No libraries, no network.
 //
+// Accessibility (issue 15): every input has a name (matrix entries "Q row 0, column 1";
+// the check boxes and the temperature by their labels; shape buttons by what they do);
+// the Tab key walks the controls, the shape buttons and then Q, K and V row by row;
+// each change is announced through a polite live region; the heatmaps are tables with
+// row and column headers; text on every cell colour is black or white, whichever
+// contrasts more (at least 4.5:1), and the strongest key is marked by a frame, bold
+// digits and the word "max", not by colour alone.
+//
 // Shapes: Q is (m, d_k), K is (n, d_k), V is (n, d_v). The buttons that change a
 // shape change every matrix involved in ONE model update (K and V together for n,
 // Q and K together for d_k), and a model whose matrices disagree (which a kernel
@@ -29,6 +37,9 @@
 //   shape buttons       <button data-shape="m+|m-|n+|n-|dk+|dk-|dv+|dv-">
 //   matrix captions     <caption data-shape-of="Q|K|V">Q (3×2)</caption>
 //   error line          .qkv-error (role="alert"), empty and hidden when all is well
+//   announcements       .qkv-status (role="status", aria-live="polite"): after each change,
+//                       what changed and which key each query now weighs most
+//   strongest key       td.qkv-top[data-argmax="true"]: a bold frame, bold digits and a "max" mark
 //   root.qkvModel       the widget's model (for tests and debugging in the console)
 
 const MATRICES = [
@@ -60,8 +71,12 @@ const STYLE = `
 .qkv-explorer input[data-control="temperature"] { width: 5em; }
 .qkv-explorer td[data-output] { min-width: 3.6em; padding: 5px 6px; text-align: center;
   font-variant-numeric: tabular-nums; border: 1px solid #ddd; }
-.qkv-explorer td[data-output].qkv-masked { background: #eee; color: #888; }
+.qkv-explorer td[data-output].qkv-masked { background: #eee; color: #555; }
 .qkv-explorer td[data-output].qkv-top { outline: 3px solid #111; outline-offset: -3px; font-weight: 700; }
+.qkv-explorer .qkv-max { display: block; font-size: 10px; font-weight: 700; letter-spacing: 0.05em; }
+.qkv-explorer input:focus-visible, .qkv-explorer button:focus-visible { outline: 3px solid #1a5fb4; outline-offset: 1px; }
+.qkv-explorer .qkv-sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px;
+  overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
 .qkv-explorer .qkv-invalid { outline: 2px solid #c00; }
 .qkv-explorer .qkv-summary { margin: 4px 0 0 0; padding-left: 18px; }
 .qkv-explorer .qkv-note { color: #555; font-size: 12px; }
@@ -170,13 +185,27 @@ function shapeProblem(state) {
   return null;
 }
 
+// WCAG relative luminance of an sRGB colour [r, g, b] (0..255).
+function luminance(rgb) {
+  const [r, g, b] = rgb.map((c) => {
+    const x = c / 255;
+    return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
 // Background colour of a heatmap cell: weights from white to blue (0..1);
 // scores and outputs diverging (blue negative, red positive) relative to maxAbs.
+// The text is black or white, whichever contrasts more with the background: for any
+// background one of them reaches at least 4.58:1 (WCAG AA asks 4.5:1).
 function cellColour(kind, x, maxAbs) {
   const t = kind === "weights" ? Math.min(Math.max(x, 0), 1) : maxAbs > 0 ? Math.abs(x) / maxAbs : 0;
   const target = kind === "weights" || x < 0 ? [33, 102, 172] : [178, 24, 43];
   const mix = target.map((c) => Math.round(255 + (c - 255) * t));
-  return { background: `rgb(${mix[0]}, ${mix[1]}, ${mix[2]})`, text: t > 0.55 ? "#fff" : "#111" };
+  const L = luminance(mix);
+  const onWhite = 1.05 / (L + 0.05);
+  const onBlack = (L + 0.05) / 0.05;
+  return { background: `rgb(${mix[0]}, ${mix[1]}, ${mix[2]})`, text: onWhite >= onBlack ? "#fff" : "#000" };
 }
 
 function el(tag, attrs = {}, text = null) {
@@ -197,16 +226,50 @@ function render({ model, el: host }) {
   root.qkvModel = model;
   host.appendChild(root);
 
+  // The live region: after a change, say what changed and which key each query now
+  // weighs most. Waits until typing pauses, so a screen reader hears one message.
+  let announceTimer = null;
+  let announceWhat = [];
+  function announce(what) {
+    if (what) announceWhat.push(what);
+    clearTimeout(announceTimer);
+    announceTimer = setTimeout(() => {
+      const status = root.querySelector(".qkv-status");
+      if (!status) return;
+      const result = computeAttention(state.q, state.k, state.v, state.scale, state.causal, state.temperature);
+      const lines = result.argmax.map((j, i) =>
+        j < 0 ? `query ${i} sees no key` : `query ${i} weighs key ${j} most, ${fmt(result.weights[i][j])}`);
+      const changed = announceWhat.length ? [...new Set(announceWhat)].join(", ") + ". " : "";
+      status.textContent = `${changed}${lines.join("; ")}.`;
+      announceWhat = [];
+    }, 600);
+  }
+  function describeChange(changes) {
+    const parts = [];
+    for (const [name, value] of Object.entries(changes)) {
+      if (name === "scale") parts.push(`divide by square root of d_k ${value ? "on" : "off"}`);
+      else if (name === "causal") parts.push(`causal mask ${value ? "on" : "off"}`);
+      else if (name === "temperature") parts.push(`temperature ${value}`);
+    }
+    const shape = { q: "Q", k: "K", v: "V" };
+    const matrices = Object.keys(changes).filter((name) => name in shape);
+    if (matrices.length) {
+      parts.push(matrices.map((name) => `${shape[name]} is now ${changes[name].length} by ${changes[name][0].length}`).join(", "));
+    }
+    return parts.join(", ");
+  }
+
   // Send edits to the model, all in one update. In Jupyter, Python recomputes
   // with lib; in the static book there is no kernel, save_changes may throw,
   // and we carry on.
-  function pushMany(changes) {
+  function pushMany(changes, what = null) {
     const reshape = Object.keys(changes).some((name) => ["q", "k", "v"].includes(name)) &&
       shapeKey({ ...state, ...changes }) !== shapeKey(state);
     Object.assign(state, changes);
     modelProblem = null;
     if (reshape) build();
     else update();
+    announce(what === null ? describeChange(changes) : what);
     try {
       model.set(changes);
       model.save_changes();
@@ -214,8 +277,8 @@ function render({ model, el: host }) {
       // static page: no comm to a kernel; the display above is already up to date
     }
   }
-  function push(name, value) {
-    pushMany({ [name]: value });
+  function push(name, value, what = null) {
+    pushMany({ [name]: value }, what);
   }
 
   // The shape buttons: one more or one fewer query (m), key (n, in K and V),
@@ -239,13 +302,20 @@ function render({ model, el: host }) {
       ["dk", "d_k", "a column of Q and of K"],
       ["dv", "d_v", "a column of V"],
     ]) {
-      const group = el("span", {}, `${label} `);
+      const group = el("span", { role: "group", "aria-label": label }, `${label} `);
       for (const [sign, grow] of [["-", false], ["+", true]]) {
-        const button = el("button", { type: "button", "data-shape": kind + sign, title: `${grow ? "add" : "remove"} ${title}` },
+        const what = `${grow ? "add" : "remove"} ${title}`;
+        const button = el("button", { type: "button", "data-shape": kind + sign, title: what, "aria-label": what },
           grow ? "+" : "−");
         button.disabled = grow ? size(kind) >= MAX_SIZE : size(kind) <= 1;
         button.addEventListener("click", () => {
           if (grow ? size(kind) < MAX_SIZE : size(kind) > 1) pushMany(reshaped(kind, grow));
+          // Rebuilding replaced the button: keep the keyboard focus on its successor
+          // (or on the other button of the pair, once this one is disabled).
+          const again = root.querySelector(`button[data-shape="${kind + sign}"]`);
+          const other = root.querySelector(`button[data-shape="${kind + (grow ? "-" : "+")}"]`);
+          if (again && !again.disabled) again.focus();
+          else if (other) other.focus();
         });
         group.appendChild(button);
       }
@@ -276,7 +346,7 @@ function render({ model, el: host }) {
     table.appendChild(el("caption", { "data-shape-of": label }, `${label} (${rows}×${cols})`));
     for (let i = 0; i < rows; i++) {
       const tr = el("tr");
-      tr.appendChild(el("th", {}, `${name}${i}`));
+      tr.appendChild(el("th", { scope: "row" }, `${name}${i}`));
       for (let j = 0; j < cols; j++) {
         const td = el("td");
         const input = el("input", {
@@ -285,7 +355,7 @@ function render({ model, el: host }) {
           "data-matrix": label,
           "data-row": String(i),
           "data-col": String(j),
-          "aria-label": `${label}[${i}][${j}]`,
+          "aria-label": `${label} row ${i}, column ${j}`,
         });
         input.value = String(state[name][i][j]);
         const onEdit = () => {
@@ -304,7 +374,7 @@ function render({ model, el: host }) {
           if (x === state[name][i][j]) return;
           const next = copyMatrix(state[name]);
           next[i][j] = x;
-          push(name, next);
+          push(name, next, `${label} row ${i}, column ${j} is ${x}`);
         };
         input.addEventListener("input", onEdit);
         input.addEventListener("change", onEdit);
@@ -320,12 +390,12 @@ function render({ model, el: host }) {
     const table = el("table", { class: "qkv-heatmap", "data-heatmap": kind });
     table.appendChild(el("caption", {}, caption));
     const head = el("tr");
-    head.appendChild(el("th"));
-    for (let j = 0; j < cols; j++) head.appendChild(el("th", {}, `${colPrefix}${j}`));
+    head.appendChild(el("td"));
+    for (let j = 0; j < cols; j++) head.appendChild(el("th", { scope: "col" }, `${colPrefix}${j}`));
     table.appendChild(head);
     for (let i = 0; i < rows; i++) {
       const tr = el("tr");
-      tr.appendChild(el("th", {}, `${rowPrefix}${i}`));
+      tr.appendChild(el("th", { scope: "row" }, `${rowPrefix}${i}`));
       for (let j = 0; j < cols; j++) {
         tr.appendChild(el("td", { "data-output": kind, "data-row": String(i), "data-col": String(j), "data-value": "" }));
       }
@@ -387,6 +457,7 @@ function render({ model, el: host }) {
     root.appendChild(controls);
     root.appendChild(shapeControls());
     root.appendChild(el("div", { class: "qkv-error", role: "alert" }));
+    root.appendChild(el("div", { class: "qkv-status qkv-sr-only", role: "status", "aria-live": "polite", "aria-atomic": "true" }));
 
     const inputs = el("div", { class: "qkv-row qkv-inputs" });
     for (const [label, name, title] of MATRICES) inputs.appendChild(matrixTable(label, name, title));
@@ -399,7 +470,7 @@ function render({ model, el: host }) {
     root.appendChild(maps);
 
     root.appendChild(el("ul", { class: "qkv-summary" }));
-    root.appendChild(el("p", { class: "qkv-note" }, "A bold frame marks the key each query weighs most."));
+    root.appendChild(el("p", { class: "qkv-note" }, "A bold frame and the word max mark the key each query weighs most."));
     update();
   }
 
@@ -448,6 +519,7 @@ function render({ model, el: host }) {
         cell.classList.remove("qkv-masked");
         cell.setAttribute("data-value", String(x));
         cell.textContent = fmt(x);
+        if (top) cell.appendChild(el("span", { class: "qkv-max" }, " max"));
         cell.title = String(x);
         cell.style.background = colour.background;
         cell.style.color = colour.text;
@@ -481,12 +553,14 @@ function render({ model, el: host }) {
       return;
     }
     const reshape = shapeKey(fresh) !== shapeKey(state);
+    const changed = INPUT_NAMES.some((name) => JSON.stringify(fresh[name]) !== JSON.stringify(state[name]));
     state = fresh;
     if (reshape) build();
     else {
       syncInputs();
       update();
     }
+    if (changed) announce(null); // a change from the kernel (this view's own edits are announced already)
   }
 
   build();
