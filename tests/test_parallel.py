@@ -80,3 +80,22 @@ def test_the_parameters_moved(ddp_run):
 def test_bad_arguments_are_refused_before_any_process_starts(args, kwargs, words):
     with pytest.raises(ValueError, match=words):
         train_data_parallel(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(shards=0), ValueError, "shards"),
+        (dict(shards=3), ValueError, "shards=3"),
+        (dict(shards=2.0), TypeError, "shards"),
+        (dict(lr=-1.0), ValueError, "lr"),
+    ],
+)
+def test_single_process_names_its_bad_arguments(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        train_single_process(STEPS, GLOBAL_BATCH, **kwargs)
+
+
+def test_world_size_must_be_an_int():
+    with pytest.raises(TypeError, match="world_size"):
+        train_data_parallel(2.0, STEPS, GLOBAL_BATCH)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from lib.model.tiled import tiled_attention
+from lib.teach.measure import LargestTensor as _LargestTensor
 
 
 def _inputs(b, h, m, n, d_k, d_v, dtype=torch.float32, seed=0, requires_grad=False):
@@ -94,21 +94,6 @@ def test_float16_large_scores_stay_finite_like_torch():
     assert ours <= 2 * theirs + 1e-3, (ours, theirs)
 
 
-class _LargestTensor(TorchDispatchMode):
-    """Records the largest number of elements of any tensor an operation returns."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
-
-
 def test_never_materialises_the_weights():
     b, h, n, d = 1, 2, 512, 16
     q, k, v = _inputs(b, h, n, n, d, d, requires_grad=True)
@@ -158,3 +143,26 @@ def test_bad_tensors_name_themselves():
         tiled_attention(q, k[:1], v[:1])
     with pytest.raises(ValueError, match="one device"):
         tiled_attention(q, k.to("meta"), v)
+
+
+def test_key_mask_on_another_device_is_refused():
+    q, k, v = _inputs(2, 1, 8, 8, 4, 4)
+    with pytest.raises(ValueError, match="key_mask"):
+        tiled_attention(q, k, v, key_mask=torch.ones(2, 1, 1, 8, dtype=torch.bool, device="meta"))
+
+
+@pytest.mark.parametrize("block_q, block_k", [(1, 1), (3, 5), (1000, 1000)])
+def test_block_sizes_that_do_not_divide_or_exceed_the_length(block_q, block_k):
+    q, k, v = _inputs(1, 2, 11, 11, 4, 3, seed=4)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    got = tiled_attention(q, k, v, causal=True, block_q=block_q, block_k=block_k)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_inputs_keep_their_dtype(dtype):
+    q, k, v = (t.to(dtype) for t in _inputs(1, 2, 16, 16, 8, 8, seed=5))
+    out = tiled_attention(q, k, v, block_q=4, block_k=4)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), F.scaled_dot_product_attention(q.float(), k.float(), v.float()),
+                               rtol=2e-2, atol=2e-2)

@@ -77,13 +77,14 @@ def _shard_loss(model, pairs) -> torch.Tensor:
     return label_smoothed_nll(logits, batch.tgt_out, 0.0, ignore_index=DATE_VOCAB.pad_id)
 
 
-def _check(world_size, steps, global_batch, lr) -> None:
-    require_positive_int("world_size", world_size)
+def _check(world_size, steps, global_batch, lr, name="world_size") -> None:
+    require_positive_int(name, world_size)
     require_positive_int("steps", steps)
     require_positive_int("global_batch", global_batch)
     if global_batch % world_size:
         raise ValueError(
-            f"global_batch={global_batch} does not split evenly over world_size={world_size} processes"
+            f"global_batch={global_batch} does not split evenly over {name}={world_size}"
+            + (" processes" if name == "world_size" else "")
         )
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < float("inf"):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
@@ -97,7 +98,7 @@ def train_single_process(
     Each step's global batch is cut into ``shards`` equal parts as DDP would
     cut it; the loss is the mean of the parts' mean losses.
     """
-    _check(shards, steps, global_batch, lr)
+    _check(shards, steps, global_batch, lr, name="shards")
     torch.manual_seed(seed)
     model = date_model_config(**config).build()
     optimizer = _optimizer(model, lr)

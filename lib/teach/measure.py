@@ -1,0 +1,150 @@
+"""Measuring what a computation allocates: the largest tensor any operation makes.
+
+Introduced in the "Beyond the paper" chapter on efficient attention, to show
+that tiled attention never builds the (n × n) weights while the textbook path
+does. A `TorchDispatchMode` sees every operation PyTorch dispatches (forward
+and backward, inside autograd) and the tensors it returns.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["ATTENTION_PATHS", "LargestTensor", "measure_attention"]
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the largest tensor (by number of elements) any operation returns.
+
+        with LargestTensor() as seen:
+            out = f(x)
+        seen.largest, seen.shape, seen.op   # elements, its shape, the operation
+
+    Views count too (a view of a big tensor is as large as it); inputs made
+    before the ``with`` block are not counted.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+        self.shape: tuple[int, ...] = ()
+        self.op = ""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.numel() > self.largest:
+                self.largest, self.shape, self.op = t.numel(), tuple(t.shape), str(func)
+        return out
+
+
+ATTENTION_PATHS = ("textbook", "tiled", "torch")
+
+
+def _rss_kib(field: str) -> int | None:
+    """VmRSS or VmHWM (peak) of this process in KiB, from /proc (Linux); None elsewhere."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak resident set size to its current size (Linux ≥ 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        return _rss_kib("VmHWM") is not None
+    except OSError:
+        return False
+
+
+def _measure_here(path: str, n: int, heads: int, d_k: int, block: int, repeats: int, threads: int) -> dict:
+    """The body of `measure_attention`, run inside the fresh process."""
+    import resource
+    import statistics
+    import sys
+    import time
+
+    import torch.nn.functional as F
+
+    from lib.model.attention import causal_mask, scaled_dot_product_attention
+    from lib.model.tiled import tiled_attention
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, heads, n, d_k, requires_grad=True) for _ in range(3))
+    mask = causal_mask(n) if path == "textbook" else None
+
+    def run():
+        if path == "textbook":
+            out, _ = scaled_dot_product_attention(q, k, v, mask)
+        elif path == "tiled":
+            out = tiled_attention(q, k, v, causal=True, block_q=block, block_k=block)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.sum().backward()
+        q.grad = k.grad = v.grad = None
+
+    if _reset_peak():  # Linux: the peak from here on, over what the process holds now
+        before = _rss_kib("VmRSS")
+        run()
+        peak_mb = (_rss_kib("VmHWM") - before) / 1024
+    else:  # elsewhere: growth of the lifetime peak (0 if importing peaked higher)
+        unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        run()
+        peak_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * unit / 2**20
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return {"path": path, "n": n, "peak_mb": peak_mb, "seconds": statistics.median(times)}
+
+
+def measure_attention(
+    path: str, n: int, *, heads: int = 4, d_k: int = 64, block: int = 128, repeats: int = 3,
+    threads: int = 1,
+) -> dict:
+    """Peak memory and time of one causal self-attention path, forward and backward.
+
+    ``path`` is ``"textbook"`` (`lib.scaled_dot_product_attention`, which builds
+    the (n × n) weights), ``"tiled"`` (`lib.tiled_attention`, ``block`` × ``block``
+    tiles) or ``"torch"`` (`F.scaled_dot_product_attention(is_causal=True)`), on
+    float32 inputs of shape (1, heads, n, d_k).
+
+    It runs in a fresh Python process with ``threads`` threads: the peak
+    resident memory during the first run, over what the process held just
+    before it (the inputs included), counts every temporary the path makes,
+    forward and backward, and nothing left over from earlier measurements (on
+    Linux the peak is reset first through /proc/self/clear_refs). Time: the
+    median of ``repeats`` further runs. Returns ``{"path", "n", "peak_mb",
+    "seconds"}``.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if path not in ATTENTION_PATHS:
+        raise ValueError(f"path must be one of {ATTENTION_PATHS}, got {path!r}")
+    for name, value in (
+        ("n", n), ("heads", heads), ("d_k", d_k), ("block", block), ("repeats", repeats), ("threads", threads)
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    code = (
+        "import json, lib.teach.measure as m; "
+        f"print(json.dumps(m._measure_here({path!r}, {n}, {heads}, {d_k}, {block}, {repeats}, {threads})))"
+    )
+    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": str(threads)}  # no notebook backend
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise RuntimeError(f"measuring {path} at n={n} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
