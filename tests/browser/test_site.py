@@ -775,6 +775,101 @@ def _describe(violations: list[dict]) -> str:
     return "\n".join(f"  [{v['rule']}, {v['impact']}] {v['help']}: {v['target']}\n      {v['html']}" for v in violations)
 
 
+LOAD_AXE = """
+const done = arguments[arguments.length - 1];
+if (window.axe) { done('ok'); } else {
+  const script = document.createElement('script');
+  script.src = arguments[0];
+  script.onload = () => done('ok');
+  script.onerror = () => done('axe-core did not load');
+  document.head.appendChild(script);
+}
+"""
+
+RUN_AXE_ON = """
+const [selector, tags] = arguments;
+const done = arguments[arguments.length - 1];
+axe.run(document.querySelector(selector), {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})
+  .then((r) => done(r.violations.map((v) => v.id + ': ' + v.nodes.map((n) => n.html.slice(0, 120)).join(' | '))),
+        (e) => done(['error: ' + e]));
+"""
+
+KEYBOARD_STOP = """
+const el = document.activeElement;
+return el ? [el.tagName.toLowerCase(), el.getAttribute('data-control') || el.getAttribute('data-shape') ||
+  (el.getAttribute('data-matrix') ? el.getAttribute('data-matrix') + el.getAttribute('data-row') + el.getAttribute('data-col') : ''),
+  el.getAttribute('aria-label') || (el.labels && el.labels[0] ? el.labels[0].textContent.trim() : '')] : null;
+"""
+
+
+def test_explorer_is_usable_with_the_keyboard_and_announces_changes(browser, base_url):
+    """Tab walks every control of the Q/K/V explorer in reading order, each with a name; a change
+    typed or toggled from the keyboard is announced in its live region; the strongest key is
+    marked by a frame, bold digits and the word "max"; axe finds nothing in any state tried."""
+    page = "book/__explorer_keyboard_test.html"
+    EXTRA_PAGES[page] = explorer_page(lib.AttentionExplorer())
+    log = open_page(browser, base_url, page)
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".qkv-explorer [data-output]"))
+    root = browser.find_element(By.CSS_SELECTOR, ".qkv-explorer")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", root)
+
+    # 1. Tab order: toggles, temperature, the enabled shape buttons, then Q, K, V row by row.
+    root.find_element(By.CSS_SELECTOR, 'input[data-control="scale"]').click()
+    root.find_element(By.CSS_SELECTOR, 'input[data-control="scale"]').click()  # back as it was
+    stops = [browser.execute_script(KEYBOARD_STOP)]
+    for _ in range(40):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        stop = browser.execute_script(KEYBOARD_STOP)
+        if not root.find_elements(By.XPATH, ".//*") or stop[1] == "":
+            break
+        stops.append(stop)
+    order = [key for _, key, _ in stops]
+    buttons = [b.get_attribute("data-shape") for b in root.find_elements(By.CSS_SELECTOR, "button[data-shape]") if b.is_enabled()]
+    entries = [f"{m}{i}{j}" for m, rows, cols in (("Q", 3, 2), ("K", 3, 2), ("V", 3, 2)) for i in range(rows) for j in range(cols)]
+    assert order == ["scale", "causal", "temperature", *buttons, *entries], order
+    assert all(name for _, _, name in stops), f"a control without a name: {stops}"
+    assert stops[order.index("Q01")][2] == "Q row 0, column 1"
+    assert "add a key" in stops[order.index("n+")][2]
+
+    # 2. A value typed from the keyboard is announced, with the key each query weighs most.
+    status = root.find_element(By.CSS_SELECTOR, ".qkv-status")
+    assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
+    entry = root.find_element(By.CSS_SELECTOR, 'input[data-matrix="Q"][data-row="0"][data-col="1"]')
+    entry.send_keys(Keys.CONTROL, "a")
+    entry.send_keys("3")
+    WebDriverWait(browser, 10).until(lambda d: "Q row 0, column 1 is 3" in status.get_attribute("textContent"))
+    shown = check_against_lib(root, "typed Q[0][1] = 3")
+    said = status.get_attribute("textContent")
+    for i, row in enumerate(shown["weights"]):
+        j = max(range(len(row)), key=row.__getitem__)
+        assert f"query {i} weighs key {j} most, {row[j]:.3f}" in said, said
+    # ... and a toggle pressed with the space bar.
+    causal = root.find_element(By.CSS_SELECTOR, 'input[data-control="causal"]')
+    causal.send_keys(Keys.SPACE)
+    WebDriverWait(browser, 10).until(lambda d: "causal mask on" in status.get_attribute("textContent"))
+    assert causal.is_selected()
+
+    # 3. The strongest key: more than a colour.
+    for kind in ("scores", "weights"):
+        tops = root.find_elements(By.CSS_SELECTOR, f'td[data-output="{kind}"][data-argmax="true"]')
+        assert len(tops) == 3, kind
+        for cell in tops:
+            assert cell.text.split()[-1] == "max", cell.text
+            assert cell.value_of_css_property("font-weight") in ("700", "bold")
+            assert cell.value_of_css_property("outline-style") == "solid"
+
+    # 4. axe over the explorer in several states (colours of every strength and sign).
+    assert browser.execute_async_script(LOAD_AXE, "/" + AXE_PATH) == "ok"
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(4):
+        q, k, v = (torch.randn(3, 2, generator=gen) * (1 + 2 * trial) for _ in range(3))
+        set_model(browser, root, {"q": q.tolist(), "k": k.tolist(), "v": v.tolist(), "causal": trial % 2 == 1})
+        time.sleep(0.2)
+        problems = browser.execute_async_script(RUN_AXE_ON, ".qkv-explorer", AXE_TAGS)
+        assert not problems, f"explorer state {trial}: {problems}"
+    log.assert_clean(page)
+
+
 @pytest.mark.parametrize("page", PAGES + ["search", "genindex"])
 def test_page_has_no_wcag_violations(browser, base_url, page):
     """axe-core's WCAG 2 A/AA rules over the drawn page (math typeset, widgets rendered)."""
@@ -784,3 +879,64 @@ def test_page_has_no_wcag_violations(browser, base_url, page):
     assert not result["violations"], f"{page}: WCAG 2 A/AA violations (axe-core {result['version']}):\n" + _describe(
         result["violations"]
     )
+
+
+# --------------------------------------------------------------------------- phone width
+
+PHONE = {"width": 360, "height": 780, "deviceScaleFactor": 1, "mobile": True}
+
+# Everything in the article that reaches past the right edge of the screen, unless it
+# is inside a box that scrolls sideways (and that box itself fits): such content is cut off.
+OVERFLOW_REPORT = """
+const width = document.documentElement.clientWidth;
+const article = document.querySelector('.bd-article') || document.body;
+function scrollsInside(el) {
+  for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+    const style = getComputedStyle(a);
+    if ((style.overflowX === 'auto' || style.overflowX === 'scroll') && a.getBoundingClientRect().right <= width + 1) return true;
+  }
+  return false;
+}
+function describe(el) {
+  const name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    (el.classList.length ? '.' + Array.from(el.classList).slice(0, 3).join('.') : '');
+  return name + ' "' + (el.textContent || '').trim().slice(0, 40) + '"';
+}
+const cut = [];
+for (const el of article.querySelectorAll('*')) {
+  const box = el.getBoundingClientRect();
+  if (box.width === 0 || box.height === 0 || box.right <= width + 1) continue;
+  if (el.closest('mjx-assistive-mml')) continue;  // MathJax's off-screen copy for screen readers
+  if (!scrollsInside(el)) cut.push(describe(el) + ' right=' + Math.round(box.right));
+}
+return {width, pageWidth: document.documentElement.scrollWidth, cut: cut.slice(0, 15), total: cut.length};
+"""
+
+
+@pytest.fixture
+def phone(browser):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    yield browser
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_is_readable_at_phone_width(phone, base_url, page):
+    """At 360 CSS px nothing is cut off and the page does not scroll sideways: wide
+    equations, tables, code and widgets scroll inside their own box. A screenshot of
+    the top of each page is kept in _build/screenshots/ (COURSE_SITE_ARTEFACTS)."""
+    log = open_page(phone, base_url, html_path(page))
+    settle(phone, page, log)
+    time.sleep(0.3)
+    shots = ARTEFACTS / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    phone.save_screenshot(str(shots / f"{page.replace('/', '__')}-360px.png"))
+    widget = phone.find_elements(By.CSS_SELECTOR, ".qkv-explorer, .cell_output .widget-subarea")
+    if widget:  # and the page's first widget, as a reader scrolls to it
+        phone.execute_script("arguments[0].scrollIntoView({block: 'start'});", widget[0])
+        time.sleep(0.3)
+        phone.save_screenshot(str(shots / f"{page.replace('/', '__')}-widget-360px.png"))
+    report = phone.execute_script(OVERFLOW_REPORT)
+    assert report["width"] == PHONE["width"], report
+    assert not report["cut"], f"{page} at {PHONE['width']} px: {report['total']} elements cut off:\n" + "\n".join(report["cut"])
+    assert report["pageWidth"] <= PHONE["width"], f"{page}: the page scrolls sideways ({report['pageWidth']} px wide)"

@@ -6,6 +6,8 @@
 //    a range slider's two handles are "<description>: from" and "<description>: to";
 //  * an ipywidgets Image carries its description in `tooltip` (the title attribute,
 //    set by lib/widgets: what the plot shows); it is copied into the alt attribute.
+// And for narrow screens: an inline formula wider than its column gets the class
+// course-wide-math, with which course-a11y.css lets it scroll inside its own box.
 (function () {
   "use strict";
   let counter = 0;
@@ -49,8 +51,32 @@
     describeImages(root);
   }
 
+  function markWideMath() {
+    const inline = document.querySelectorAll('.bd-article mjx-container[jax="CHTML"]:not([display="true"])');
+    for (const math of inline) math.classList.remove("course-wide-math");
+    for (const math of inline) {
+      const column = math.closest("p, li, dd, td, th, div");
+      if (column && math.getBoundingClientRect().width > column.clientWidth) math.classList.add("course-wide-math");
+    }
+  }
+
+  function whenMathIsTypeset() {
+    const mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) {
+      mj.startup.promise.then(markWideMath);
+      let timer = null;
+      window.addEventListener("resize", () => {
+        clearTimeout(timer);
+        timer = setTimeout(markWideMath, 150);
+      });
+    } else if (document.querySelector(".math")) {
+      setTimeout(whenMathIsTypeset, 50);
+    }
+  }
+
   function start() {
     fix(document);
+    whenMathIsTypeset();
     let pending = false;
     new MutationObserver(() => {
       if (pending) return;
