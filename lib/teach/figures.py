@@ -9,6 +9,8 @@ the figure, before the figure is shown:
     _ = ax.plot(steps, rates)
     lib.describe_figure(fig, "Learning rate against step: ...")
 
+(It returns None, so that as the last line of a cell it does not show the figure twice.)
+
 When the figure is displayed (the inline backend at the end of the cell, ``plt.show()``
 or ``display(fig)``), its PNG output carries the text in its metadata,
 ``{"image/png": {"alt": ...}}``, so it is stored in the notebook; the book's build
@@ -37,8 +39,8 @@ def check_alt(alt: object) -> str:
     return text
 
 
-def describe_figure(fig: Figure, alt: str) -> Figure:
-    """Attach ``alt`` (one sentence: the axes and the point) to ``fig``; returns ``fig``.
+def describe_figure(fig: Figure, alt: str) -> None:
+    """Attach ``alt`` (one sentence: the axes and the point) to ``fig``.
 
     Displaying the figure in IPython/Jupyter then stores the text in the PNG
     output's metadata (see the module docstring). Calling it again replaces the text.
@@ -47,7 +49,6 @@ def describe_figure(fig: Figure, alt: str) -> Figure:
         raise TypeError(f"describe_figure needs a matplotlib Figure, got {type(fig).__name__}")
     _ALTS[fig] = check_alt(alt)
     _install_png_formatter()
-    return fig
 
 
 def figure_alt(fig: Figure) -> str | None:

@@ -940,3 +940,38 @@ def test_page_is_readable_at_phone_width(phone, base_url, page):
     assert report["width"] == PHONE["width"], report
     assert not report["cut"], f"{page} at {PHONE['width']} px: {report['total']} elements cut off:\n" + "\n".join(report["cut"])
     assert report["pageWidth"] <= PHONE["width"], f"{page}: the page scrolls sideways ({report['pageWidth']} px wide)"
+
+
+# --------------------------------------------------------------------------- figure descriptions
+
+# Chapters whose figures are not yet described with lib.describe_figure (issue 15, item 3):
+# each figure's cell needs `lib.describe_figure(fig, "<the axes and the point>")` before it
+# is shown, and the stored output the same text in its metadata (re-executing the cell
+# stores it). Listed here so that the test fails on any NEW undescribed figure, and on a
+# chapter that is done but still listed.
+FIGURES_AWAITING_ALT = {
+    "book/00_from_rnns_to_attention",
+    "book/01_attention_math",
+    "book/02_worked_examples",
+    "book/03_multi_head_attention",
+    "book/05_positional_encoding",
+    "book/06_encoder_decoder",
+    "book/07_training",
+    "book/08_why_self_attention",
+    "book/09_tokenization",
+}
+NOTEBOOK_FIGURE = re.compile(r'<img\b[^>]*\balt="(?P<alt>[^"]*)"[^>]*\bsrc="(?P<src>[^"]*_images/[0-9a-f]{64}\.png)"')
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_notebook_figures_say_what_they_show(page):
+    """Every figure a chapter stores has alt text from lib.describe_figure (not its file name)."""
+    html = (SITE / html_path(page)).read_text(encoding="utf-8")
+    figures = [(m["alt"], m["src"]) for m in NOTEBOOK_FIGURE.finditer(html)]
+    undescribed = [src for alt, src in figures if not alt or alt.endswith(".png")]
+    if page in FIGURES_AWAITING_ALT:
+        assert undescribed or not figures, f"{page}: every figure is described: remove it from FIGURES_AWAITING_ALT"
+        return
+    assert not undescribed, f"{page}: figures without a description (use lib.describe_figure): {undescribed}"
+    for alt, _ in figures:
+        assert len(alt.split()) >= 8, f"{page}: alt text too short to say what the figure shows: {alt!r}"
