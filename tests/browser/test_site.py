@@ -28,6 +28,16 @@ The schedule, positions and heads explorers, embedded the same way, must show
 their PNGs at the width they were drawn for (half the pixel width), never stretched.
 On the chapters with coding exercises, the exercise checker's verdict
 ("✗ <function>: not implemented yet. ...") must be visible in the page.
+
+Accessibility (issue 15): axe-core (package.json's devDependencies, served to the
+pages by the test server from node_modules/, nothing fetched) runs every WCAG 2.0/2.1/2.2
+A and AA rule on every page once it is drawn; any violation fails, except those in
+AXE_EXCEPTIONS, each limited to the elements concerned and given with its reason. The
+results per page are written to _build/axe/. The explorer is driven with the keyboard
+alone (tab order, names, live-region announcements, the "max" mark). Every page is
+loaded at a phone's width (360 CSS px): nothing may be cut off and the page may not
+scroll sideways; screenshots go to _build/screenshots/. Every notebook figure must
+carry alt text from lib.describe_figure (chapters still to do: FIGURES_AWAITING_ALT).
 """
 
 from __future__ import annotations
