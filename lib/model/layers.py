@@ -69,6 +69,7 @@ class PositionwiseFeedForward(nn.Module):
         self.d_model = require_positive_int("d_model", d_model)
         self.d_ff = require_positive_int("d_ff", d_ff)
         self.activation = require_activation("activation", activation)
+        self.relu_or_other = ACTIVATIONS[self.activation]  # max(0, .) unless another is asked for
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(require_probability("dropout", dropout))
@@ -78,7 +79,7 @@ class PositionwiseFeedForward(nn.Module):
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x has last dimension {x.shape[-1]}, expected d_model={self.d_model}: x is {shape(x)}")
         require_matches_module("x", x, self)
-        hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (..., d_ff)
+        hidden = self.relu_or_other(self.linear1(x))  # max(0, x W_1 + b_1), (..., d_ff)
         return self.linear2(self.dropout(hidden))  # (..., d_model)
 
 
