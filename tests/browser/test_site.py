@@ -969,6 +969,8 @@ FIGURES_AWAITING_ALT = {
     "book/07_training",
     "book/08_why_self_attention",
     "book/09_tokenization",
+    "book/10_language_model",
+    "book/13_efficient_attention",
 }
 NOTEBOOK_FIGURE = re.compile(r'<img\b[^>]*\balt="(?P<alt>[^"]*)"[^>]*\bsrc="(?P<src>[^"]*_images/[0-9a-f]{64}\.png)"')
 
