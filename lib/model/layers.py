@@ -105,9 +105,9 @@ def sinusoidal_positional_encoding(length: int, d_model: int, layout: str = "int
     pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     angle = pos / 10000.0 ** (two_i / d_model)  # (length, d_model/2)
-    pe = torch.empty(length, d_model, dtype=torch.float64)
-    if layout == "concat":
+    if layout == "concat":  # Marian's order: every sine, then every cosine
         return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).float()
+    pe = torch.empty(length, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)
     return pe.float()
