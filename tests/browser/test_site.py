@@ -960,17 +960,7 @@ def test_page_is_readable_at_phone_width(phone, base_url, page):
 # stores it). Listed here so that the test fails on any NEW undescribed figure, and on a
 # chapter that is done but still listed.
 FIGURES_AWAITING_ALT = {
-    "book/00_from_rnns_to_attention",
-    "book/01_attention_math",
-    "book/02_worked_examples",
-    "book/03_multi_head_attention",
-    "book/05_positional_encoding",
-    "book/06_encoder_decoder",
-    "book/07_training",
-    "book/08_why_self_attention",
-    "book/09_tokenization",
     "book/10_language_model",
-    "book/13_efficient_attention",
 }
 NOTEBOOK_FIGURE = re.compile(r'<img\b[^>]*\balt="(?P<alt>[^"]*)"[^>]*\bsrc="(?P<src>[^"]*_images/[0-9a-f]{64}\.png)"')
 
