@@ -959,9 +959,7 @@ def test_page_is_readable_at_phone_width(phone, base_url, page):
 # is shown, and the stored output the same text in its metadata (re-executing the cell
 # stores it). Listed here so that the test fails on any NEW undescribed figure, and on a
 # chapter that is done but still listed.
-FIGURES_AWAITING_ALT = {
-    "book/10_language_model",
-}
+FIGURES_AWAITING_ALT: set[str] = set()
 NOTEBOOK_FIGURE = re.compile(r'<img\b[^>]*\balt="(?P<alt>[^"]*)"[^>]*\bsrc="(?P<src>[^"]*_images/[0-9a-f]{64}\.png)"')
 
 
