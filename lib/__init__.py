@@ -27,24 +27,6 @@ from lib.teach import __all__ as _teach_all
 from lib.train import *  # noqa: F403
 from lib.train import __all__ as _train_all
 
-# Beyond the paper: efficient attention and data-parallel training.
-from lib.model.tiled import tiled_attention
-from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention
-from lib.train.parallel import ParallelRun, train_data_parallel, train_single_process
-from lib.train.precision import PrecisionRun, train_dates_mixed_precision
-from lib.train.bpe import BPETokenizer, count_pairs, merge_pair, pretokenize, train_naive
-from lib.train.bpe import train_tokenizers_reference
-from lib.train.corpus import VALIDATION_PLAYS, CorpusSplit, load_corpus, load_works, split_by_play
-
-_beyond_all = [
-    "tiled_attention", "ParallelRun", "train_data_parallel", "train_single_process",
-    "LargestTensor", "PrecisionRun", "train_dates_mixed_precision", "ATTENTION_PATHS",
-    "measure_attention",
-]
-_beyond_all += ["BPETokenizer", "count_pairs", "merge_pair", "pretokenize", "train_naive"]
-_beyond_all += ["train_tokenizers_reference"]
-_beyond_all += ["VALIDATION_PLAYS", "CorpusSplit", "load_corpus", "load_works", "split_by_play"]
-
 # Widgets load ipywidgets and anywidget: they are imported on first use (PEP 562).
 _WIDGETS = {
     "AttentionExplorer": "lib.widgets.attention_explorer",
@@ -68,4 +50,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WIDGETS))
 
 
-__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_beyond_all, *_WIDGETS]
+__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_WIDGETS]

@@ -55,3 +55,10 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
 ]
+
+# Beyond the paper: attention that never stores the (m x n) weights.
+from lib.model.tiled import tiled_attention  # noqa: E402
+
+__all__ += [
+    "tiled_attention",
+]

@@ -59,3 +59,11 @@ __all__ += [
     "cross_attention_maps",
     "date_fields",
 ]
+
+from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention  # noqa: E402
+
+__all__ += [
+    "ATTENTION_PATHS",
+    "LargestTensor",
+    "measure_attention",
+]

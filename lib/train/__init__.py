@@ -76,3 +76,41 @@ __all__ = [
     "generate",
     "sample_next",
 ]
+
+# Beyond the paper: tokenization, the corpus, data parallelism, mixed precision.
+from lib.train.bpe import (  # noqa: E402
+    BPETokenizer,
+    count_pairs,
+    merge_pair,
+    pretokenize,
+    train_naive,
+    train_tokenizers_reference,
+)
+from lib.train.corpus import (  # noqa: E402
+    VALIDATION_PLAYS,
+    CorpusSplit,
+    load_corpus,
+    load_works,
+    split_by_play,
+)
+from lib.train.parallel import ParallelRun, train_data_parallel, train_single_process  # noqa: E402
+from lib.train.precision import PrecisionRun, train_dates_mixed_precision  # noqa: E402
+
+__all__ += [
+    "BPETokenizer",
+    "count_pairs",
+    "merge_pair",
+    "pretokenize",
+    "train_naive",
+    "train_tokenizers_reference",
+    "VALIDATION_PLAYS",
+    "CorpusSplit",
+    "load_corpus",
+    "load_works",
+    "split_by_play",
+    "ParallelRun",
+    "train_data_parallel",
+    "train_single_process",
+    "PrecisionRun",
+    "train_dates_mixed_precision",
+]
