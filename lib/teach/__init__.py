@@ -67,3 +67,21 @@ __all__ += [
     "LargestTensor",
     "measure_attention",
 ]
+
+from lib.teach.alignment import (  # noqa: E402  (the translation chapter)
+    AlignmentCounts,
+    alignment_error_rate,
+    argmax_links,
+    cross_attention_by_layer,
+    diagonal_links,
+    word_attention,
+)
+
+__all__ += [
+    "AlignmentCounts",
+    "alignment_error_rate",
+    "argmax_links",
+    "cross_attention_by_layer",
+    "diagonal_links",
+    "word_attention",
+]

@@ -114,3 +114,42 @@ __all__ += [
     "PrecisionRun",
     "train_dates_mixed_precision",
 ]
+
+# Beyond the paper: translation of a real parallel corpus.
+from lib.train.aligned_corpus import (  # noqa: E402
+    ALIGNMENT_WHEEL,
+    NT_BOOKS,
+    TEST_BOOKS,
+    VersePair,
+    VerseSplit,
+    alignment_wheel_path,
+    load_verse_pairs,
+    split_by_book,
+)
+from lib.train.translation import (  # noqa: E402
+    EncodedPair,
+    SubwordVocab,
+    encode_pairs,
+    length_batches,
+    make_translation_batch,
+    train_subword_vocab,
+    translate_ids,
+)
+
+__all__ += [
+    "ALIGNMENT_WHEEL",
+    "NT_BOOKS",
+    "TEST_BOOKS",
+    "VersePair",
+    "VerseSplit",
+    "alignment_wheel_path",
+    "load_verse_pairs",
+    "split_by_book",
+    "EncodedPair",
+    "SubwordVocab",
+    "encode_pairs",
+    "length_batches",
+    "make_translation_batch",
+    "train_subword_vocab",
+    "translate_ids",
+]

@@ -173,6 +173,7 @@ def beam_search(
     pad_id: int = 0,
     length_penalty: float = 0.0,
     return_scores: bool = False,
+    use_cache: bool = False,
 ):
     """Keep the ``beam_size`` best partial outputs at every step, not just one.
 
@@ -210,6 +211,11 @@ def beam_search(
     ``max_len`` tokens, it is the best active one (``max_len`` tokens, no EOS),
     and ``finished`` says so: an unfinished result is never passed off as finished.
 
+    ``use_cache=True`` (a `lib.Transformer`) feeds the decoder only the newest token
+    of each hypothesis and keeps the keys and values of the earlier ones in a
+    `lib.KVCache`, which follows the hypotheses as they are reordered
+    (``KVCache.reorder``); the result is the same as without it.
+
     All B × beam_size active hypotheses are decoded as one batch. A wider beam is not
     guaranteed to find a better output: beam search is not monotone in beam_size.
 
@@ -222,6 +228,13 @@ def beam_search(
     _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     alpha = require_number("length_penalty", length_penalty, minimum=0.0)
     require_bool("return_scores", return_scores)
+    require_bool("use_cache", use_cache)
+    if use_cache:
+        n_layers = _cache_layers(model)
+        if max_len > model.config.max_len:
+            raise ValueError(
+                f"max_len: {max_len} target positions exceed the model's max_len={model.config.max_len}"
+            )
     model.eval()
     device = _model_device(model)
     src = src.to(device)
@@ -238,10 +251,14 @@ def beam_search(
     finished: list[list[tuple[float, float, list[int]]]] = [[] for _ in range(B)]  # (normalised, raw, ids)
     row_done = [False] * B
     bound_lp = gnmt_length_penalty(max_len, alpha)  # the largest lp any hypothesis can reach
+    cache = KVCache(n_layers, cross_attention=True) if use_cache else None
 
     for length in range(1, max_len + 1):  # length = |Y| of the candidates of this step
-        tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
-        logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B*beam_size, |V|)
+        if cache is not None:  # only the newest token; the cache holds the others
+            logits = model.decode(ys[:, -1:], memory, src_mask=src_mask, cache=cache)[:, -1]
+        else:
+            tgt_mask = causal_mask(ys.shape[1], device=device)[None, None]  # (1, 1, t, t)
+            logits = model.decode(ys, memory, src_mask=src_mask, tgt_mask=tgt_mask)[:, -1]  # (B*beam_size, |V|)
         if length == 1:
             _check_logits_vocab(logits, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
         log_p = logits.float().log_softmax(dim=-1).view(B, beam_size, -1)  # (B, beam_size, |V|)
@@ -281,6 +298,8 @@ def beam_search(
                 row_done[b] = True
         rows = torch.tensor(new_rows, device=device)
         ys = torch.cat([ys[rows], torch.tensor(new_tokens, device=device)[:, None]], dim=1)
+        if cache is not None:
+            cache.reorder(rows)  # each surviving hypothesis takes its parent's keys and values
         scores = new_scores.to(device)
         if all(row_done):
             break

@@ -12,6 +12,7 @@ from lib.teach.checkers import (
     rnn_attention,
     tokenization,
     training,
+    translation,
     worked_examples,
 )
 from lib.teach.checkers.attention import *  # noqa: F403
@@ -25,6 +26,7 @@ from lib.teach.checkers.positions import *  # noqa: F403
 from lib.teach.checkers.rnn_attention import *  # noqa: F403
 from lib.teach.checkers.tokenization import *  # noqa: F403
 from lib.teach.checkers.training import *  # noqa: F403
+from lib.teach.checkers.translation import *  # noqa: F403
 from lib.teach.checkers.worked_examples import *  # noqa: F403
 
 __all__ = [
@@ -32,7 +34,7 @@ __all__ = [
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
         positions, layers, training, complexity, efficient, tokenization,
-        language_model,
+        language_model, translation,
     )
     for name in module.__all__
 ]

@@ -1,0 +1,201 @@
+"""Does cross-attention align words the way people do? Attention read as word
+alignments, scored against human alignments (the translation chapter).
+
+A word alignment is a set of links (i, j): source word i and target word j
+translate each other. The alignment error rate (AER) of Och and Ney (2003)
+scores a predicted set A against human links, split into *sure* links S and
+*possible* links P (S ⊆ P):
+
+    AER = 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
+
+0 is perfect, 1 is no overlap. When the annotators marked every link alike
+(as in the chapter's corpus), P = S and AER = 1 − F1 of A against S. Over a
+corpus the counts are summed first (`AlignmentCounts`), not the verses' AERs
+averaged.
+
+From attention to links, in three steps (Garg et al., 2019, read alignments
+from a Transformer's cross-attention in the same spirit):
+
+1. `cross_attention_by_layer`: run the trained model on a verse with teacher
+   forcing and keep every decoder layer's cross-attention weights,
+   (layers, heads, target subwords + 1, source subwords).
+2. `word_attention`: pool subwords into words: a target word's row is the
+   mean of its subwords' rows, a source word's column the sum of its
+   subwords' columns (so each row still sums to 1).
+3. `argmax_links`: each target word is linked to the source word it attends
+   to most. `diagonal_links` is the positional baseline: target word j of m is
+   linked to the source word at the same relative position.
+
+Which decoder position's attention belongs to target word j? The position
+that *predicts* it (it reads the word before) or the one that *reads* it.
+`cross_attention_by_layer` returns both row sets; the chapter measures both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from lib._checks import require_tensor, shape
+
+__all__ = [
+    "AlignmentCounts",
+    "alignment_error_rate",
+    "argmax_links",
+    "diagonal_links",
+    "word_attention",
+    "cross_attention_by_layer",
+]
+
+
+def _check_links(name: str, links) -> set[tuple[int, int]]:
+    if isinstance(links, (str, bytes)) or not isinstance(links, Iterable):
+        raise TypeError(f"{name} must be a set of (source, target) index pairs, got {type(links).__name__}")
+    out = set()
+    for link in links:
+        if (
+            not isinstance(link, tuple)
+            or len(link) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in link)
+        ):
+            raise ValueError(f"{name}: every link must be a pair of indices >= 0, got {link!r}")
+        out.add(link)
+    return out
+
+
+@dataclass
+class AlignmentCounts:
+    """Link counts summed over verses: |A|, |S|, |A ∩ S| and |A ∩ P|."""
+
+    predicted: int = 0
+    sure: int = 0
+    hits_sure: int = 0
+    hits_possible: int = 0
+
+    def add(self, predicted, sure, possible=None) -> "AlignmentCounts":
+        """Count one verse's links (P = S when `possible` is None); returns self."""
+        a, s = _check_links("predicted", predicted), _check_links("sure", sure)
+        p = s if possible is None else _check_links("possible", possible)
+        if not s <= p:
+            raise ValueError(f"possible: must contain every sure link; missing {sorted(s - p)[:5]}")
+        self.predicted += len(a)
+        self.sure += len(s)
+        self.hits_sure += len(a & s)
+        self.hits_possible += len(a & p)
+        return self
+
+    @property
+    def aer(self) -> float:
+        """1 − (|A∩S| + |A∩P|) / (|A| + |S|)."""
+        if self.predicted + self.sure == 0:
+            raise ValueError("AER is undefined with no predicted and no sure links")
+        return 1.0 - (self.hits_sure + self.hits_possible) / (self.predicted + self.sure)
+
+    @property
+    def precision(self) -> float:
+        """|A ∩ P| / |A|: how many predicted links a person would accept."""
+        return self.hits_possible / self.predicted if self.predicted else float("nan")
+
+    @property
+    def recall(self) -> float:
+        """|A ∩ S| / |S|: how many sure links were found."""
+        return self.hits_sure / self.sure if self.sure else float("nan")
+
+
+def alignment_error_rate(predicted, sure, possible=None) -> float:
+    """AER of one set of links (Och and Ney, 2003); P = S when `possible` is None."""
+    return AlignmentCounts().add(predicted, sure, possible).aer
+
+
+def word_attention(
+    attn: torch.Tensor, tgt_word: Sequence[int], src_word: Sequence[int]
+) -> torch.Tensor:
+    """Pool subword attention (..., m, n) into word attention (..., M, N).
+
+    ``tgt_word[t]`` is the word of target subword t (m entries, word indices
+    0..M-1 in order), ``src_word[s]`` the word of source subword s (n entries).
+    A target word's row is the mean of its subwords' rows; a source word's
+    column is the sum of its subwords' columns.
+    """
+    require_tensor("attn", attn)
+    if attn.dim() < 2 or not attn.is_floating_point():
+        raise ValueError(f"attn must be a float tensor (..., m, n), got {shape(attn)} {attn.dtype}")
+    m, n = attn.shape[-2:]
+    for name, words, size in (("tgt_word", tgt_word, m), ("src_word", src_word, n)):
+        words = list(words)
+        if len(words) != size:
+            raise ValueError(f"{name}: {len(words)} entries for {size} subwords (attn {shape(attn)})")
+        if not words or words[0] != 0 or any(b - a not in (0, 1) for a, b in zip(words, words[1:])):
+            raise ValueError(f"{name} must number the words 0, 1, 2, ... in order, got {words[:12]}")
+    tgt = torch.tensor(list(tgt_word))
+    src = torch.tensor(list(src_word))
+    rows = torch.zeros(int(tgt[-1]) + 1, m, dtype=attn.dtype)
+    rows[tgt, torch.arange(m)] = 1.0
+    rows = rows / rows.sum(dim=1, keepdim=True)  # (M, m): the mean over a word's subwords
+    cols = torch.zeros(n, int(src[-1]) + 1, dtype=attn.dtype)
+    cols[torch.arange(n), src] = 1.0  # (n, N): the sum over a word's subwords
+    return rows.to(attn.device) @ attn @ cols.to(attn.device)
+
+
+def argmax_links(word_attn: torch.Tensor, targets: Iterable[int] | None = None) -> set[tuple[int, int]]:
+    """{(argmax_i word_attn[j, i], j)} for each target word j in `targets` (default: all).
+
+    word_attn: (M, N), row j the attention of target word j over the N source words.
+    """
+    require_tensor("word_attn", word_attn)
+    if word_attn.dim() != 2:
+        raise ValueError(f"word_attn must be (M, N), got {shape(word_attn)}")
+    M = word_attn.shape[0]
+    targets = range(M) if targets is None else list(targets)
+    bad = [j for j in targets if not 0 <= j < M]
+    if bad:
+        raise ValueError(f"targets: {bad[:5]} are not rows of word_attn {shape(word_attn)}")
+    best = word_attn.argmax(dim=1).tolist()
+    return {(best[j], j) for j in targets}
+
+
+def diagonal_links(n_src: int, n_tgt: int, targets: Iterable[int] | None = None) -> set[tuple[int, int]]:
+    """The positional baseline: target word j of n_tgt is linked to source word
+    round((j + ½) · n_src / n_tgt − ½), the one at the same relative position."""
+    for name, v in (("n_src", n_src), ("n_tgt", n_tgt)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    targets = range(n_tgt) if targets is None else list(targets)
+    out = set()
+    for j in targets:
+        if not 0 <= j < n_tgt:
+            raise ValueError(f"targets: {j} is not a target word index (0-{n_tgt - 1})")
+        i = int((j + 0.5) * n_src / n_tgt)  # floor of the centre's position
+        out.add((min(i, n_src - 1), j))
+    return out
+
+
+@torch.no_grad()
+def cross_attention_by_layer(model, src: Sequence[int], tgt: Sequence[int], bos_id: int = 1, eos_id: int = 2):
+    """Every decoder layer's cross-attention on one verse, with teacher forcing.
+
+    src, tgt: the verse's subword ids (no BOS/EOS). The decoder reads
+    BOS + tgt; returns (predict, read), each (layers, heads, len(tgt), len(src)):
+    ``predict[l, h, t]`` is the attention of the position that predicts target
+    subword t, ``read[l, h, t]`` that of the position that reads it.
+    """
+    src, tgt = list(src), list(tgt)
+    if not src or not tgt:
+        raise ValueError(f"src and tgt must be non-empty, got {len(src)} and {len(tgt)} ids")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        s = torch.tensor([src], device=device)
+        t = torch.tensor([[bos_id, *tgt]], device=device)
+        model(s, t, src_mask=None, tgt_mask=_causal(t.shape[1], device))
+        maps = torch.stack([layer.cross_attn.attention_weights[0] for layer in model.decoder_layers])
+    finally:
+        model.train(was_training)
+    return maps[:, :, :-1].cpu(), maps[:, :, 1:].cpu()  # (L, h, m, n) each
+
+
+def _causal(m: int, device) -> torch.Tensor:
+    return torch.ones(m, m, dtype=torch.bool, device=device).tril()[None, None]

@@ -1,0 +1,261 @@
+"""Translation on real text: subword vocabularies that remember words, batches
+by length, and decoding of a whole held-out split (the translation chapter).
+
+The chapter translates Greek verses into English (`lib.train.aligned_corpus`).
+The pieces, in reading order:
+
+- `SubwordVocab`: a byte-level BPE tokenizer (`lib.BPETokenizer`, the
+  tokenization chapter) with the three special tokens in front: PAD 0, BOS 1,
+  EOS 2, and BPE token k at id k + 3. `encode_words` encodes a verse word by
+  word and says, for every subword, which word it came from: that is what lets
+  the chapter compare attention (over subwords) with human alignments (between
+  words). Bytes are the base alphabet, so no word is ever unknown.
+- `encode_pairs`: every verse pair as `EncodedPair` (ids and word indices).
+- `length_batches`: batches of examples of similar length under a token
+  budget, so little of each batch is padding; `make_translation_batch` pads
+  them into a `lib.Batch` with its masks.
+- `translate_ids`: decode a list of sources in length-sorted batches, greedy
+  or with the paper's beam search (beam 4, length penalty 0.6, at most
+  input length + 50 tokens), and return the outputs in the original order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from lib._checks import require_int, require_positive_int
+from lib.model.attention import causal_mask, padding_mask
+from lib.train.bpe import BPETokenizer
+from lib.train.data import Batch
+from lib.train.decoding import beam_search, greedy_decode
+
+__all__ = [
+    "SubwordVocab",
+    "EncodedPair",
+    "train_subword_vocab",
+    "encode_pairs",
+    "length_batches",
+    "make_translation_batch",
+    "translate_ids",
+]
+
+N_SPECIAL = 3  # PAD, BOS, EOS in front of the BPE ids
+
+
+class SubwordVocab:
+    """A `lib.BPETokenizer` with PAD (0), BOS (1) and EOS (2) in front of its ids."""
+
+    pad_id, bos_id, eos_id = 0, 1, 2
+
+    def __init__(self, tokenizer: BPETokenizer):
+        if not isinstance(tokenizer, BPETokenizer):
+            raise TypeError(f"tokenizer must be a lib.BPETokenizer, got {type(tokenizer).__name__}")
+        self.tokenizer = tokenizer
+
+    def __len__(self) -> int:
+        return self.tokenizer.vocab_size + N_SPECIAL
+
+    def __repr__(self) -> str:
+        return f"SubwordVocab({len(self)} ids: 3 special + {self.tokenizer.vocab_size} BPE)"
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of `text` (no BOS or EOS)."""
+        return [i + N_SPECIAL for i in self.tokenizer.encode(text)]
+
+    def encode_words(
+        self, words: Sequence[str], space_before: Sequence[bool] | None = None
+    ) -> tuple[list[int], list[int]]:
+        """Encode a sentence word by word: (ids, word_of), ``word_of[t]`` the index of
+        the word subword t belongs to. Every word is encoded with a space in front
+        (as in running text) unless ``space_before[k]`` is False (punctuation)."""
+        if isinstance(words, str):
+            raise TypeError("words must be a sequence of words, got a single str")
+        if not words:
+            raise ValueError("words: empty sentence (nothing to encode)")
+        if space_before is None:
+            space_before = [True] * len(words)
+        if len(space_before) != len(words):
+            raise ValueError(f"space_before: {len(space_before)} flags for {len(words)} words")
+        ids: list[int] = []
+        word_of: list[int] = []
+        for k, (word, space) in enumerate(zip(words, space_before)):
+            if not isinstance(word, str) or not word:
+                raise ValueError(f"words: word {k} is empty or not a str ({word!r})")
+            piece = self.encode((" " if space else "") + word)
+            ids.extend(piece)
+            word_of.extend([k] * len(piece))
+        return ids, word_of
+
+    def decode(self, ids) -> str:
+        """Text of `ids`, stopping at the first EOS; PAD and BOS are skipped."""
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == self.eos_id:
+                break
+            if i in (self.pad_id, self.bos_id):
+                continue
+            if not 0 <= i < len(self):
+                raise ValueError(f"ids: {i} is not an id of this vocabulary (0-{len(self) - 1})")
+            out.append(i - N_SPECIAL)
+        return self.tokenizer.decode(out).strip()
+
+
+def train_subword_vocab(sentences: Sequence[str], vocab_size: int) -> SubwordVocab:
+    """A `SubwordVocab` whose BPE learnt ``vocab_size - 256`` merges from `sentences`
+    (each encoded with a leading space, as `encode_words` encodes words)."""
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a sequence of str, got a single str")
+    tokenizer = BPETokenizer.train((" " + s for s in sentences), vocab_size)
+    return SubwordVocab(tokenizer)
+
+
+@dataclass(frozen=True)
+class EncodedPair:
+    """One verse pair as subword ids, with the word each subword came from."""
+
+    src: tuple[int, ...]
+    src_word: tuple[int, ...]
+    tgt: tuple[int, ...]
+    tgt_word: tuple[int, ...]
+
+
+def _space_before(pair) -> list[bool]:
+    return [True] + [bool(s) for s in pair.space_after[:-1]]
+
+
+def encode_pairs(pairs, src_vocab: SubwordVocab, tgt_vocab: SubwordVocab) -> list[EncodedPair]:
+    """Every `lib.VersePair` (Greek words, English tokens) as an `EncodedPair`."""
+    out = []
+    for pair in pairs:
+        src, src_word = src_vocab.encode_words(pair.source)
+        tgt, tgt_word = tgt_vocab.encode_words(pair.target, _space_before(pair))
+        out.append(EncodedPair(tuple(src), tuple(src_word), tuple(tgt), tuple(tgt_word)))
+    return out
+
+
+def length_batches(
+    lengths: Sequence[int], max_tokens: int, seed: int | None = 0, max_size: int | None = None
+) -> list[list[int]]:
+    """Group example indices into batches of similar length.
+
+    The examples are sorted by length and cut into consecutive runs whose padded
+    size (rows × longest row) stays within ``max_tokens`` (a single example
+    longer than that gets a batch of its own); with ``max_size`` no batch has
+    more rows. The batches are then shuffled with ``seed`` (None: kept in length
+    order). Every index appears in exactly one batch.
+    """
+    if isinstance(lengths, torch.Tensor):
+        lengths = lengths.tolist()
+    lengths = list(lengths)
+    if not lengths:
+        raise ValueError("lengths: no examples to batch")
+    for k, n in enumerate(lengths):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"lengths: item {k} is {n!r}, expected a positive int")
+    require_positive_int("max_tokens", max_tokens)
+    if max_size is not None:
+        require_positive_int("max_size", max_size)
+    if seed is not None:
+        require_int("seed", seed)
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(lengths[i], max((lengths[j] for j in current), default=0))
+        full = max_size is not None and len(current) >= max_size
+        if current and (width * (len(current) + 1) > max_tokens or full):
+            batches.append(current)
+            current = []
+        current.append(i)
+    batches.append(current)
+    if seed is not None:
+        random.Random(seed).shuffle(batches)
+    return batches
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+def make_translation_batch(examples: Sequence[EncodedPair], device=None) -> Batch:
+    """`EncodedPair`s -> a padded `lib.Batch` (PAD 0, BOS 1, EOS 2) with its masks."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("examples: empty batch")
+    for k, ex in enumerate(examples):
+        if not isinstance(ex, EncodedPair):
+            raise TypeError(f"examples: item {k} must be an EncodedPair, got {type(ex).__name__}")
+        if not ex.src or not ex.tgt:
+            raise ValueError(f"examples: item {k} has an empty {'source' if not ex.src else 'target'}")
+    pad, bos, eos = SubwordVocab.pad_id, SubwordVocab.bos_id, SubwordVocab.eos_id
+    src = _pad([list(ex.src) for ex in examples], pad)  # (B, n)
+    tgt_in = _pad([[bos, *ex.tgt] for ex in examples], pad)  # (B, m)
+    tgt_out = _pad([[*ex.tgt, eos] for ex in examples], pad)  # (B, m)
+    src_mask = padding_mask(src, pad)  # (B, 1, 1, n)
+    m = tgt_in.shape[1]
+    tgt_mask = causal_mask(m)[None, None] & padding_mask(tgt_in, pad)  # (B, 1, m, m)
+    batch = Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=pad)
+    return batch if device is None else batch.to(device)
+
+
+def translate_ids(
+    model,
+    sources: Sequence[Sequence[int]],
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    extra_len: int = 50,
+    max_tokens: int = 4000,
+) -> list[list[int]]:
+    """Decode every source (a list of ids, no BOS/EOS): greedy for ``beam_size`` 1,
+    else beam search with GNMT's ``length_penalty``. Each output has at most
+    len(source) + ``extra_len`` tokens (the paper: input length + 50). Sources of
+    the same length are decoded together (at most ``max_tokens`` source tokens ×
+    beam per batch), so every sentence gets exactly its own limit; the outputs
+    come back in the order of `sources`, each cut before its EOS."""
+    sources = [list(s) for s in sources]
+    if not sources:
+        raise ValueError("sources: nothing to translate")
+    for k, s in enumerate(sources):
+        if not s:
+            raise ValueError(f"sources: item {k} is empty (a verse with no tokens)")
+    require_positive_int("beam_size", beam_size)
+    require_positive_int("extra_len", extra_len)
+    device = next(model.parameters()).device
+    pad, bos, eos = SubwordVocab.pad_id, SubwordVocab.bos_id, SubwordVocab.eos_id
+    outputs: list[list[int] | None] = [None] * len(sources)
+    require_positive_int("max_tokens", max_tokens)
+    budget = max(1, max_tokens // beam_size)
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(sources):
+        by_length.setdefault(len(s), []).append(i)
+    batches = []
+    for n, group in sorted(by_length.items()):
+        rows = max(1, budget // n)
+        batches.extend(group[k:k + rows] for k in range(0, len(group), rows))
+    for batch in batches:
+        src = torch.tensor([sources[i] for i in batch], dtype=torch.long, device=device)
+        max_len = src.shape[1] + extra_len
+        if beam_size == 1:
+            ids = greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True)
+        else:
+            ids = beam_search(
+                model, src, beam_size, max_len, bos, eos, pad,
+                length_penalty=length_penalty, use_cache=True,
+            )
+        for i, row in zip(batch, ids.tolist()):
+            out = []
+            for t in row:
+                if t == eos:
+                    break
+                if t != pad:
+                    out.append(t)
+            outputs[i] = out
+    return outputs

@@ -1,0 +1,124 @@
+"""The translation chapter's checkers: the solution passes, each named mistake is named.
+
+Every wrong version here is written independently of the `Mistake` functions in
+lib/teach/checkers/translation.py, with loops, the way a learner might write it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import lib
+from lib.teach.checking import NOT_IMPLEMENTED
+
+
+def _groups(word_of):
+    groups = {}
+    for position, word in enumerate(word_of):
+        groups.setdefault(word, []).append(position)
+    return [groups[w] for w in sorted(groups)]
+
+
+def pool(attn, tgt_word, src_word, row_op="mean", col_op="sum", pool_rows=True):
+    """Word attention with loops: row_op over a target word's rows, col_op over a
+    source word's columns."""
+    rows = _groups(tgt_word) if pool_rows else [[t] for t in range(attn.shape[-2])]
+    cols = _groups(src_word)
+    out = torch.zeros(*attn.shape[:-2], len(rows), len(cols), dtype=attn.dtype)
+    for a, rs in enumerate(rows):
+        for b, cs in enumerate(cols):
+            block = attn[..., rs, :][..., :, cs]  # (..., |rs|, |cs|)
+            per_row = block.sum(dim=-1) if col_op == "sum" else block.mean(dim=-1)
+            out[..., a, b] = per_row.mean(dim=-1) if row_op == "mean" else per_row.sum(dim=-1)
+    return out
+
+
+def word_attention_solution(attn, tgt_word, src_word):
+    return pool(attn, tgt_word, src_word)
+
+
+def word_attention_stub(attn, tgt_word, src_word):
+    raise NotImplementedError
+
+
+WORD_MISTAKES = {
+    "a target word's subword rows are added, not averaged":
+        lambda a, t, s: pool(a, t, s, row_op="sum"),
+    "a source word's subword columns are averaged, not added":
+        lambda a, t, s: pool(a, t, s, col_op="mean"),
+    "only the source side is pooled":
+        lambda a, t, s: pool(a, t, s, pool_rows=False),
+    "the result is transposed (source words × target words)":
+        lambda a, t, s: pool(a, t, s).transpose(-2, -1),
+}
+
+
+def test_word_attention_solution_passes():
+    verdict = lib.check_word_attention(word_attention_solution)
+    assert verdict.passed, str(verdict)
+
+
+def test_the_library_word_attention_passes_its_own_checker():
+    assert lib.check_word_attention(lib.word_attention).passed
+
+
+def test_word_attention_stub_is_not_implemented():
+    verdict = lib.check_word_attention(word_attention_stub)
+    assert not verdict.passed and NOT_IMPLEMENTED in str(verdict)
+
+
+@pytest.mark.parametrize("name", sorted(WORD_MISTAKES))
+def test_word_attention_mistake_is_named(name):
+    verdict = lib.check_word_attention(WORD_MISTAKES[name])
+    assert not verdict.passed
+    assert verdict.mistake == name
+
+
+def aer_solution(predicted, sure, possible):
+    hits_sure = sum(1 for link in predicted if link in sure)
+    hits_possible = sum(1 for link in predicted if link in possible)
+    return 1 - (hits_sure + hits_possible) / (len(predicted) + len(sure))
+
+
+def aer_stub(predicted, sure, possible):
+    raise NotImplementedError
+
+
+def _hits(a, b):
+    return sum(1 for link in a if link in b)
+
+
+AER_MISTAKES = {
+    "possible links are ignored (|A ∩ S| counted twice)":
+        lambda a, s, p: 1 - (_hits(a, s) * 2) / (len(a) + len(s)),
+    "the denominator uses |P| instead of |S|":
+        lambda a, s, p: 1 - (_hits(a, s) + _hits(a, p)) / (len(a) + len(p)),
+    "this is 1 − precision":
+        lambda a, s, p: 1 - _hits(a, p) / len(a),
+    "this is 1 − recall":
+        lambda a, s, p: 1 - _hits(a, s) / len(s),
+    "the agreement, not the error":
+        lambda a, s, p: (_hits(a, s) + _hits(a, p)) / (len(a) + len(s)),
+}
+
+
+def test_aer_solution_passes():
+    verdict = lib.check_alignment_error_rate(aer_solution)
+    assert verdict.passed, str(verdict)
+
+
+def test_the_library_aer_passes_its_own_checker():
+    assert lib.check_alignment_error_rate(lib.alignment_error_rate).passed
+
+
+def test_aer_stub_is_not_implemented():
+    verdict = lib.check_alignment_error_rate(aer_stub)
+    assert not verdict.passed and NOT_IMPLEMENTED in str(verdict)
+
+
+@pytest.mark.parametrize("name", sorted(AER_MISTAKES))
+def test_aer_mistake_is_named(name):
+    verdict = lib.check_alignment_error_rate(AER_MISTAKES[name])
+    assert not verdict.passed
+    assert verdict.mistake == name
