@@ -446,3 +446,80 @@ def test_fetch_downloads_the_wheel_without_installing_it(tmp_path, monkeypatch):
 def test_the_pinned_checksums_agree():
     assert fetch_data.WHEEL_SHA256 == lib.train.aligned_corpus.ALIGNMENT_WHEEL_SHA256
     assert fetch_data.WHEEL_NAME == lib.ALIGNMENT_WHEEL
+
+
+def test_score_attention_alignments_equals_loops_over_recomputed_attention():
+    torch.manual_seed(5)
+    model = lib.Transformer(40, 40, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0)
+    g = torch.Generator().manual_seed(6)
+    pairs, encoded = [], []
+    for k, (n_src, n_tgt) in enumerate(((3, 4), (5, 3), (2, 6))):
+        links = frozenset((int(torch.randint(n_src, (1,), generator=g)), j) for j in range(n_tgt))
+        excluded = tuple(j == n_tgt - 1 for j in range(n_tgt))  # the last token is punctuation
+        pairs.append(lib.VersePair(f"5000100{k + 1}", ("α",) * n_src, ("w",) * n_tgt,
+                                   (True,) * n_tgt, excluded, links))
+        src_word = [w for w in range(n_src) for _ in range(1 + w % 2)]
+        tgt_word = [w for w in range(n_tgt) for _ in range(1 + (w + 1) % 2)]
+        src = torch.randint(3, 40, (len(src_word),), generator=g).tolist()
+        tgt = torch.randint(3, 40, (len(tgt_word),), generator=g).tolist()
+        encoded.append(lib.EncodedPair(tuple(src), tuple(src_word), tuple(tgt), tuple(tgt_word)))
+    for rows, shift in (("predict", 0), ("read", 1)):
+        got = lib.score_attention_alignments(model, pairs, encoded, rows=rows)
+        hits = {}
+        for pair, enc in zip(pairs, encoded):
+            seen = []
+            hooks = [layer.cross_attn.register_forward_hook(
+                lambda mod, args, out: seen.append((mod, args[0], args[1])))
+                for layer in model.decoder_layers]
+            model.eval()
+            with torch.no_grad():
+                model(torch.tensor([enc.src]), torch.tensor([[1, *enc.tgt]]),
+                      tgt_mask=torch.ones(len(enc.tgt) + 1, len(enc.tgt) + 1).bool().tril())
+            for h in hooks:
+                h.remove()
+            for layer, (mod, query, key) in enumerate(seen):
+                q = mod.w_q(query).view(1, -1, 2, 8).transpose(1, 2)
+                k = mod.w_k(key).view(1, -1, 2, 8).transpose(1, 2)
+                attn = (q @ k.transpose(-2, -1) / math.sqrt(8)).softmax(-1)[0].detach()
+                for head in range(2):
+                    for j in pair.aligned_targets:
+                        pieces = [t for t, w in enumerate(enc.tgt_word) if w == j]
+                        score = [sum(float(attn[head, t + shift, s]) for t in pieces
+                                     for s, w in enumerate(enc.src_word) if w == i)
+                                 for i in range(len(pair.source))]
+                        link = (score.index(max(score)), j)
+                        key_ = (layer, head)
+                        a, hs = hits.get(key_, (0, 0))
+                        hits[key_] = (a + 1, hs + (link in pair.links))
+        n_sure = sum(len(p.links) for p in pairs)
+        for (layer, head), (n_pred, n_hit) in hits.items():
+            want = 1 - 2 * n_hit / (n_pred + n_sure)
+            assert math.isclose(got.heads[layer][head].aer, want, abs_tol=1e-12)
+        assert got.aer().shape == (2, 2)
+        assert "diagonal baseline" in got.table()
+
+
+def test_translation_loss_is_the_mean_nll_per_target_token():
+    model = eos_prone_model(2)
+    model.train()
+    g = torch.Generator().manual_seed(3)
+    examples = []
+    for n, m in ((3, 4), (6, 2), (2, 5), (4, 4)):
+        src = torch.randint(3, 30, (n,), generator=g).tolist()
+        tgt = torch.randint(3, 25, (m,), generator=g).tolist()
+        examples.append(lib.EncodedPair(tuple(src), tuple(range(n)), tuple(tgt), tuple(range(m))))
+    total = count = 0.0
+    model.eval()
+    with torch.no_grad():
+        for ex in examples:  # one example at a time, no padding at all
+            m = len(ex.tgt) + 1
+            logits = model(torch.tensor([ex.src]), torch.tensor([[1, *ex.tgt]]),
+                           tgt_mask=torch.ones(m, m).bool().tril())
+            log_p = logits[0].log_softmax(-1)
+            for t, token in enumerate([*ex.tgt, 2]):
+                total -= float(log_p[t, token])
+                count += 1
+    model.train()
+    got = lib.translation_loss(model, examples, max_tokens=10)
+    assert math.isclose(got, total / count, rel_tol=1e-5)
+    assert model.training

@@ -70,18 +70,22 @@ __all__ += [
 
 from lib.teach.alignment import (  # noqa: E402  (the translation chapter)
     AlignmentCounts,
+    AttentionAlignment,
     alignment_error_rate,
     argmax_links,
     cross_attention_by_layer,
     diagonal_links,
+    score_attention_alignments,
     word_attention,
 )
 
 __all__ += [
     "AlignmentCounts",
+    "AttentionAlignment",
     "alignment_error_rate",
     "argmax_links",
     "cross_attention_by_layer",
     "diagonal_links",
+    "score_attention_alignments",
     "word_attention",
 ]

@@ -47,6 +47,8 @@ __all__ = [
     "diagonal_links",
     "word_attention",
     "cross_attention_by_layer",
+    "AttentionAlignment",
+    "score_attention_alignments",
 ]
 
 
@@ -199,3 +201,69 @@ def cross_attention_by_layer(model, src: Sequence[int], tgt: Sequence[int], bos_
 
 def _causal(m: int, device) -> torch.Tensor:
     return torch.ones(m, m, dtype=torch.bool, device=device).tril()[None, None]
+
+
+@dataclass
+class AttentionAlignment:
+    """Corpus AER of every decoder layer's cross-attention, read as alignments.
+
+    heads[l][h]  counts of head h of layer l
+    average[l]   counts of layer l's heads averaged before the argmax
+    diagonal     counts of the positional baseline (`diagonal_links`)
+    rows         "predict" or "read": which decoder position stands for a word
+    """
+
+    heads: list[list[AlignmentCounts]]
+    average: list[AlignmentCounts]
+    diagonal: AlignmentCounts
+    rows: str
+
+    def aer(self) -> torch.Tensor:
+        """(layers, heads) AER of every head."""
+        return torch.tensor([[c.aer for c in layer] for layer in self.heads])
+
+    def table(self) -> str:
+        """A text table: one row per layer, one column per head, then the head
+        average, the best head, and the diagonal baseline underneath."""
+        n_heads = len(self.heads[0])
+        head_cols = "".join(f"  head {h}" for h in range(n_heads))
+        lines = [f"{'AER, ' + self.rows + ' rows':<21}{head_cols}   average    best"]
+        for l, (layer, avg) in enumerate(zip(self.heads, self.average)):
+            cells = "".join(f"  {c.aer:6.3f}" for c in layer)
+            best = min(c.aer for c in layer)
+            lines.append(f"decoder layer {l}      {cells}    {avg.aer:6.3f}  {best:6.3f}")
+        lines.append(f"diagonal baseline     {self.diagonal.aer:6.3f}")
+        return "\n".join(lines)
+
+
+def score_attention_alignments(model, pairs, encoded, rows: str = "predict") -> AttentionAlignment:
+    """Score every decoder layer and head of `model` against the human links of
+    `pairs` (`lib.VersePair`s, with their `lib.EncodedPair`s in `encoded`).
+
+    For each verse: the cross-attention with teacher forcing
+    (`cross_attention_by_layer`), pooled into words (`word_attention`), each
+    English word that takes part in alignment (not punctuation) linked to its
+    most attended Greek word (`argmax_links`); counts summed over the verses.
+    """
+    if rows not in ("predict", "read"):
+        raise ValueError(f"rows must be 'predict' or 'read', got {rows!r}")
+    pairs, encoded = list(pairs), list(encoded)
+    if not pairs or len(pairs) != len(encoded):
+        raise ValueError(f"pairs and encoded must be equally long and non-empty, got {len(pairs)} and {len(encoded)}")
+    heads = averages = None
+    diagonal = AlignmentCounts()
+    for pair, enc in zip(pairs, encoded):
+        predict, read = cross_attention_by_layer(model, enc.src, enc.tgt)
+        maps = predict if rows == "predict" else read
+        words = word_attention(maps.double(), enc.tgt_word, enc.src_word)  # (L, H, M, N)
+        n_layers, n_heads = words.shape[:2]
+        if heads is None:
+            heads = [[AlignmentCounts() for _ in range(n_heads)] for _ in range(n_layers)]
+            averages = [AlignmentCounts() for _ in range(n_layers)]
+        targets = pair.aligned_targets
+        for l in range(n_layers):
+            for h in range(n_heads):
+                heads[l][h].add(argmax_links(words[l, h], targets), pair.links)
+            averages[l].add(argmax_links(words[l].mean(dim=0), targets), pair.links)
+        diagonal.add(diagonal_links(len(pair.source), len(pair.target), targets), pair.links)
+    return AttentionAlignment(heads, averages, diagonal, rows)

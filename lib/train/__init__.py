@@ -134,6 +134,7 @@ from lib.train.translation import (  # noqa: E402
     make_translation_batch,
     train_subword_vocab,
     translate_ids,
+    translation_loss,
 )
 
 __all__ += [
@@ -152,4 +153,5 @@ __all__ += [
     "make_translation_batch",
     "train_subword_vocab",
     "translate_ids",
+    "translation_loss",
 ]

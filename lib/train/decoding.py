@@ -66,6 +66,20 @@ def _cache_layers(model) -> int:
     return len(layers)
 
 
+def _cache_layers_for(model, use_cache: bool, max_len: int) -> int:
+    """With ``use_cache``: the decoder's layer count, once the model is known to take a
+    `lib.KVCache` for ``max_len`` positions (else 0)."""
+    require_bool("use_cache", use_cache)
+    if not use_cache:
+        return 0
+    n_layers = _cache_layers(model)
+    if max_len > model.config.max_len:
+        raise ValueError(
+            f"max_len: {max_len} target positions exceed the model's max_len={model.config.max_len}"
+        )
+    return n_layers
+
+
 def _check_src(src: torch.Tensor) -> torch.Tensor:
     require_tensor("src", src)
     if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
@@ -103,13 +117,7 @@ def greedy_decode(
     """
     _check_src(src)
     require_positive_int("max_len", max_len)
-    require_bool("use_cache", use_cache)
-    if use_cache:
-        n_layers = _cache_layers(model)
-        if max_len > model.config.max_len:
-            raise ValueError(
-                f"max_len: {max_len} target positions exceed the model's max_len={model.config.max_len}"
-            )
+    n_layers = _cache_layers_for(model, use_cache, max_len)
     _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     model.eval()
     device = _model_device(model)
@@ -228,13 +236,7 @@ def beam_search(
     _check_ids(_target_vocab_size(model), bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     alpha = require_number("length_penalty", length_penalty, minimum=0.0)
     require_bool("return_scores", return_scores)
-    require_bool("use_cache", use_cache)
-    if use_cache:
-        n_layers = _cache_layers(model)
-        if max_len > model.config.max_len:
-            raise ValueError(
-                f"max_len: {max_len} target positions exceed the model's max_len={model.config.max_len}"
-            )
+    n_layers = _cache_layers_for(model, use_cache, max_len)
     model.eval()
     device = _model_device(model)
     src = src.to(device)

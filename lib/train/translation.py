@@ -41,6 +41,7 @@ __all__ = [
     "length_batches",
     "make_translation_batch",
     "translate_ids",
+    "translation_loss",
 ]
 
 N_SPECIAL = 3  # PAD, BOS, EOS in front of the BPE ids
@@ -259,3 +260,31 @@ def translate_ids(
                     out.append(t)
             outputs[i] = out
     return outputs
+
+
+@torch.no_grad()
+def translation_loss(model, examples: Sequence[EncodedPair], max_tokens: int = 4000) -> float:
+    """Mean cross-entropy (nats) per target token, EOS included, with teacher
+    forcing and no label smoothing: how surprised the model is by held-out
+    references. Padding is not counted."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("examples: nothing to score")
+    require_positive_int("max_tokens", max_tokens)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        lengths = [max(len(e.src), len(e.tgt) + 1) for e in examples]
+        for batch_ids in length_batches(lengths, max_tokens, seed=None):
+            batch = make_translation_batch([examples[i] for i in batch_ids], device)
+            logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)
+            total += float(torch.nn.functional.cross_entropy(
+                logits.flatten(0, 1).float(), batch.tgt_out.flatten(), ignore_index=batch.pad_id,
+                reduction="sum",
+            ))
+            count += batch.n_tokens
+    finally:
+        model.train(was_training)
+    return total / count
