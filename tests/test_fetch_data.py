@@ -124,7 +124,7 @@ def test_missing_files_name_the_step(tmp_path):
     with pytest.raises(fetch_data.FetchError, match="step 'extract' failed: .* has no .*COPYING.txt"):
         run(tmp_path, sha)
     with pytest.raises(fetch_data.FetchError, match="step 'verify download' failed: .* is missing"):
-        fetch_data.verify_sdist(tmp_path / "absent.tar.gz")
+        fetch_data.verify_download(tmp_path / "absent.tar.gz")
 
 
 def test_main_reports_errors_without_a_traceback(tmp_path, capsys):

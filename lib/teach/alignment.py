@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 
 from lib._checks import require_tensor, shape
+from lib.model.attention import causal_mask
 
 __all__ = [
     "AlignmentCounts",
@@ -192,15 +193,11 @@ def cross_attention_by_layer(model, src: Sequence[int], tgt: Sequence[int], bos_
     try:
         s = torch.tensor([src], device=device)
         t = torch.tensor([[bos_id, *tgt]], device=device)
-        model(s, t, src_mask=None, tgt_mask=_causal(t.shape[1], device))
+        model(s, t, src_mask=None, tgt_mask=causal_mask(t.shape[1], device=device)[None, None])
         maps = torch.stack([layer.cross_attn.attention_weights[0] for layer in model.decoder_layers])
     finally:
         model.train(was_training)
     return maps[:, :, :-1].cpu(), maps[:, :, 1:].cpu()  # (L, h, m, n) each
-
-
-def _causal(m: int, device) -> torch.Tensor:
-    return torch.ones(m, m, dtype=torch.bool, device=device).tril()[None, None]
 
 
 @dataclass

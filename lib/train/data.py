@@ -134,12 +134,24 @@ def make_batch(pairs, vocab: CharVocab, device: torch.device | str | None = None
     for p in pairs:
         if not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(s, str) and s for s in p)):
             raise ValueError(f"each pair must be two non-empty strings (source, target), got {p!r}")
-    src = _pad([vocab.encode(s) for s, _ in pairs], vocab.pad_id)  # (B, n)
-    tgt_in = _pad([vocab.encode(t, bos=True) for _, t in pairs], vocab.pad_id)  # (B, m)
-    tgt_out = _pad([vocab.encode(t, eos=True) for _, t in pairs], vocab.pad_id)  # (B, m)
-    src_mask = padding_mask(src, vocab.pad_id)  # (B, 1, 1, n)
+    return batch_from_ids(
+        [vocab.encode(s) for s, _ in pairs], [vocab.encode(t) for _, t in pairs],
+        vocab.pad_id, vocab.bos_id, vocab.eos_id, device,
+    )
+
+
+def batch_from_ids(src_rows, tgt_rows, pad_id: int, bos_id: int, eos_id: int, device=None) -> Batch:
+    """Source and target id lists (no BOS/EOS) -> a padded `Batch` with its masks.
+
+    The one place a sequence-to-sequence batch is put together: `make_batch`
+    (characters) and `lib.make_translation_batch` (subwords) both end here.
+    """
+    src = _pad(src_rows, pad_id)  # (B, n)
+    tgt_in = _pad([[bos_id, *t] for t in tgt_rows], pad_id)  # (B, m): BOS + target
+    tgt_out = _pad([[*t, eos_id] for t in tgt_rows], pad_id)  # (B, m): target + EOS
+    src_mask = padding_mask(src, pad_id)  # (B, 1, 1, n)
     m = tgt_in.shape[1]
-    tgt_mask = causal_mask(m)[None, None] & padding_mask(tgt_in, vocab.pad_id)  # (B, 1, m, m)
-    batch = Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=vocab.pad_id)
+    tgt_mask = causal_mask(m)[None, None] & padding_mask(tgt_in, pad_id)  # (B, 1, m, m)
+    batch = Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=pad_id)
     return batch if device is None else batch.to(device)
 

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 import torch
 
 from lib._checks import require_int, require_positive_int
-from lib.model.attention import causal_mask, padding_mask
 from lib.train.bpe import BPETokenizer
-from lib.train.data import Batch
+from lib.train.data import Batch, batch_from_ids
 from lib.train.decoding import beam_search, greedy_decode
 
 __all__ = [
@@ -169,7 +168,7 @@ def length_batches(
     batches: list[list[int]] = []
     current: list[int] = []
     for i in order:
-        width = max(lengths[i], max((lengths[j] for j in current), default=0))
+        width = lengths[i]  # sorted: the newest example is the batch's longest
         full = max_size is not None and len(current) >= max_size
         if current and (width * (len(current) + 1) > max_tokens or full):
             batches.append(current)
@@ -179,11 +178,6 @@ def length_batches(
     if seed is not None:
         random.Random(seed).shuffle(batches)
     return batches
-
-
-def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
 def make_translation_batch(examples: Sequence[EncodedPair], device=None) -> Batch:
@@ -196,15 +190,10 @@ def make_translation_batch(examples: Sequence[EncodedPair], device=None) -> Batc
             raise TypeError(f"examples: item {k} must be an EncodedPair, got {type(ex).__name__}")
         if not ex.src or not ex.tgt:
             raise ValueError(f"examples: item {k} has an empty {'source' if not ex.src else 'target'}")
-    pad, bos, eos = SubwordVocab.pad_id, SubwordVocab.bos_id, SubwordVocab.eos_id
-    src = _pad([list(ex.src) for ex in examples], pad)  # (B, n)
-    tgt_in = _pad([[bos, *ex.tgt] for ex in examples], pad)  # (B, m)
-    tgt_out = _pad([[*ex.tgt, eos] for ex in examples], pad)  # (B, m)
-    src_mask = padding_mask(src, pad)  # (B, 1, 1, n)
-    m = tgt_in.shape[1]
-    tgt_mask = causal_mask(m)[None, None] & padding_mask(tgt_in, pad)  # (B, 1, m, m)
-    batch = Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=pad)
-    return batch if device is None else batch.to(device)
+    return batch_from_ids(
+        [list(ex.src) for ex in examples], [list(ex.tgt) for ex in examples],
+        SubwordVocab.pad_id, SubwordVocab.bos_id, SubwordVocab.eos_id, device,
+    )
 
 
 def translate_ids(
@@ -229,10 +218,10 @@ def translate_ids(
             raise ValueError(f"sources: item {k} is empty (a verse with no tokens)")
     require_positive_int("beam_size", beam_size)
     require_positive_int("extra_len", extra_len)
+    require_positive_int("max_tokens", max_tokens)
     device = next(model.parameters()).device
     pad, bos, eos = SubwordVocab.pad_id, SubwordVocab.bos_id, SubwordVocab.eos_id
     outputs: list[list[int] | None] = [None] * len(sources)
-    require_positive_int("max_tokens", max_tokens)
     budget = max(1, max_tokens // beam_size)
     by_length: dict[int, list[int]] = {}
     for i, s in enumerate(sources):
