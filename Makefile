@@ -60,7 +60,7 @@ test-lib: $(STAMP) data
 
 test-notebooks: $(STAMP) data
 	$(BIN)/python -m pytest -q --nbval --nbval-current-env \
-		--nbval-sanitize-with book/sanitize.cfg --nbval-cell-timeout=900 -p no:cacheprovider $(NOTEBOOKS)
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=900 -p no:cacheprovider $(NOTEBOOKS)
 
 # The built site in headless Chromium (Debian's chromium + chromium-driver; .ci/run
 # installs them): every page offline, math, figures, widgets, the Q/K/V explorer.

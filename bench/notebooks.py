@@ -5,7 +5,7 @@ but nothing is written back. The environment is the Makefile's (fixed hash
 seed, 2 OpenMP threads, inline matplotlib backend).
 
     .venv/bin/python bench/notebooks.py                      # every book/*.ipynb
-    .venv/bin/python bench/notebooks.py book/07_training.ipynb
+    .venv/bin/python bench/notebooks.py book/08_training.ipynb
     .venv/bin/python bench/notebooks.py --make-test          # also time `make test` (long)
 """
 

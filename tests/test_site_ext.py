@@ -45,7 +45,7 @@ def _page(scripts):
     )
     # Sphinx's pathto(target, 1) for a page one folder deep.
     context = {"script_files": list(scripts), "pathto": lambda target, resource=0: "../" + target}
-    offline_assets.rewrite_page_scripts(app, "book/01_attention_math", "page.html", context, None)
+    offline_assets.rewrite_page_scripts(app, "book/02_attention_math", "page.html", context, None)
     return app, context["script_files"]
 
 
@@ -71,7 +71,7 @@ def test_widget_cdn_made_page_relative_and_modules_noted():
     body = setup.attributes["body"]
     assert '"@jupyter-widgets/html-manager/dist": "../_static/offline/html-manager"' in body
     assert '"anywidget": "../_static/offline/widgets/anywidget/index"' in body
-    assert app.offline_widget_modules == {("anywidget", "~0.11.*", "book/01_attention_math")}
+    assert app.offline_widget_modules == {("anywidget", "~0.11.*", "book/02_attention_math")}
 
 
 def test_thebe_scripts_dropped_without_a_thebe_button():

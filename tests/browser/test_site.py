@@ -75,7 +75,7 @@ import lib  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("COURSE_SITE_DIR", ROOT / "_build" / "html"))
 TOC = Path(os.environ.get("COURSE_SITE_TOC", ROOT / "_toc.yml"))
-EXPLORER_PAGE = "book/01_attention_math"
+EXPLORER_PAGE = "book/02_attention_math"
 TIMEOUT = 60  # seconds for one page to settle (2 shared cores; CI is faster)
 
 
