@@ -89,3 +89,7 @@ __all__ += [
     "score_attention_alignments",
     "word_attention",
 ]
+
+from lib.teach.results import RESULT_MIME, check_band, glue  # noqa: E402  (run values, bands)
+
+__all__ += ["RESULT_MIME", "check_band", "glue"]
