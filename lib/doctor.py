@@ -9,8 +9,10 @@ the command that fixes it. Exits with status 1 when a required piece fails:
 - ipywidgets 8 and anywidget, for the chapters' widgets;
 - a Jupyter kernel named ``python3``, the one the notebooks ask for.
 
-Optional pieces, needed only to build the web book and test it, never fail the check:
-Node.js and npm (the site's front-end files), Chromium and chromedriver (the browser test).
+Optional pieces never fail the check: what ``make lab`` needs (JupyterLab 4.4 or 4.5 and
+jupyterlab-myst, which renders the chapters' MyST markup; both pinned in requirements-lab.txt),
+and what building and testing the web book needs: Node.js and npm (the site's front-end
+files), Chromium and chromedriver (the browser test).
 
 This file imports nothing from ``lib`` (``lib`` itself imports torch), so
 ``python lib/doctor.py`` runs even where torch is missing; ``make doctor`` runs it that way.
@@ -33,6 +35,14 @@ __all__ = ["TESTED_PYTHON", "TESTED_TORCH", "Result", "run_checks", "main"]
 TESTED_PYTHON = ((3, 10), (3, 13))
 # The torch that requirements.txt pins (tests/test_doctor.py keeps the two equal).
 TESTED_TORCH = "2.13.0"
+# What requirements-lab.txt pins for `make lab` (tests/test_doctor.py keeps them equal):
+# JupyterLab from LAB_RANGE[0] up to, not including, LAB_RANGE[1]; jupyterlab-myst MYST_VERSION.
+LAB_RANGE = ((4, 4), (4, 6))
+MYST_VERSION = "2.7.0"
+LAB_FIX = (
+    "make lab-install   (or: pip install -r requirements-lab.txt, with the Python that runs "
+    "the course)"
+)
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -249,7 +259,46 @@ def check_chromium() -> Result:
     )
 
 
-CHECKS = (check_python, check_torch, check_lib, check_widgets, check_kernel, check_node, check_chromium)
+def check_jupyterlab() -> Result:
+    """`make lab` serves the chapters with JupyterLab; jupyterlab-myst 2.7 needs 4.4 or 4.5."""
+    version = _version("jupyterlab")
+    low, high = LAB_RANGE
+    wanted = f"{low[0]}.{low[1]} or {high[0]}.{high[1] - 1}"
+    if version is None:
+        return Result(
+            "JupyterLab", FAIL, f"optional, only to run the chapters with `make lab`: JupyterLab is not "
+            f"installed (the course uses {wanted})", LAB_FIX, required=False,
+        )
+    if not low <= _major_minor(version)[:2] < high:
+        return Result(
+            "JupyterLab", FAIL, f"optional, for `make lab`: JupyterLab {version} is installed, but "
+            f"jupyterlab-myst {MYST_VERSION} works with {wanted} only", LAB_FIX, required=False,
+        )
+    return Result("JupyterLab", OK, f"JupyterLab {version} (make lab)", required=False)
+
+
+def check_jupyterlab_myst() -> Result:
+    """Without jupyterlab-myst, JupyterLab shows the chapters' MyST markup as raw text."""
+    version = _version("jupyterlab-myst")
+    if version is None:
+        return Result(
+            "jupyterlab-myst", FAIL, "optional, for `make lab`: jupyterlab-myst is not installed, so "
+            "JupyterLab would show the chapters' markup as raw text, exercise solutions included",
+            LAB_FIX, required=False,
+        )
+    if version != MYST_VERSION:
+        return Result(
+            "jupyterlab-myst", WARN, f"jupyterlab-myst {version}; the course is checked with {MYST_VERSION}",
+            LAB_FIX, required=False,
+        )
+    return Result("jupyterlab-myst", OK, f"jupyterlab-myst {version} (renders the chapters' markup)",
+                  required=False)
+
+
+CHECKS = (
+    check_python, check_torch, check_lib, check_widgets, check_kernel, check_jupyterlab,
+    check_jupyterlab_myst, check_node, check_chromium,
+)
 
 
 def run_checks() -> list[Result]:

@@ -41,6 +41,7 @@ def machine(monkeypatch):
         },
         kernels={"python3": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]},
         programs={p: f"/usr/bin/{p}" for p in ("node", "npm", "chromium", "chromedriver")},
+        versions={"anywidget": "0.11.0", "jupyterlab": "4.5.11", "jupyterlab-myst": "2.7.0"},
     )
 
     def fake_import(name):
@@ -49,7 +50,7 @@ def machine(monkeypatch):
 
     monkeypatch.setattr(doctor, "_python_version", lambda: state.python)
     monkeypatch.setattr(doctor, "_import", fake_import)
-    monkeypatch.setattr(doctor, "_version", lambda dist: "0.11.0")
+    monkeypatch.setattr(doctor, "_version", lambda dist: state.versions.get(dist))
     monkeypatch.setattr(doctor, "_kernel_specs", lambda: state.kernels)
     monkeypatch.setattr(doctor, "_which", lambda program: state.programs.get(program))
     monkeypatch.setattr(doctor, "_program_version", lambda path: "1.0.0")
@@ -72,7 +73,8 @@ def _line(out, name):
 def test_everything_present_exits_0(machine, capsys):
     code, out = _run(capsys)
     assert code == 0, out
-    names = ["Python", "torch", "lib", "widgets", "Jupyter kernel", "Node.js", "Chromium"]
+    names = ["Python", "torch", "lib", "widgets", "Jupyter kernel", "JupyterLab", "jupyterlab-myst", "Node.js",
+             "Chromium"]
     for name in names:
         status, fix = _line(out, name)
         assert status.startswith("OK"), status
@@ -217,6 +219,54 @@ def test_site_build_tools_are_optional(machine, capsys, missing, name, fix_part)
     assert "Everything the chapters need is here." in out
 
 
+@pytest.mark.parametrize(
+    "versions, name, status_part",
+    [
+        ({"jupyterlab": None}, "JupyterLab", "JupyterLab is not installed (the course uses 4.4 or 4.5)"),
+        ({"jupyterlab": "4.6.6"}, "JupyterLab", "JupyterLab 4.6.6 is installed, but jupyterlab-myst 2.7.0 works"),
+        ({"jupyterlab": "4.3.0"}, "JupyterLab", "JupyterLab 4.3.0 is installed"),
+        ({"jupyterlab-myst": None}, "jupyterlab-myst", "markup as raw text, exercise solutions included"),
+    ],
+)
+def test_what_make_lab_needs_is_reported_with_the_fix(machine, capsys, versions, name, status_part):
+    machine.versions.update(versions)
+    code, out = _run(capsys)
+    status, fix = _line(out, name)
+    assert code == 0, "JupyterLab is optional: the chapters also run in VS Code or Colab"
+    assert status.startswith("FAIL") and "optional" in status and "make lab" in status
+    assert status_part in status
+    assert fix.startswith("fix: make lab-install") and "pip install -r requirements-lab.txt" in fix
+    assert "Everything the chapters need is here." in out
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "4.4.10", "4.5.11"])
+def test_jupyterlab_versions_that_work_with_jupyterlab_myst(machine, capsys, version):
+    machine.versions["jupyterlab"] = version
+    _, out = _run(capsys)
+    assert _line(out, "JupyterLab")[0] == f"OK    JupyterLab: JupyterLab {version} (make lab)"
+
+
+def test_other_jupyterlab_myst_warns(machine, capsys):
+    machine.versions["jupyterlab-myst"] = "2.4.2"
+    code, out = _run(capsys)
+    status, fix = _line(out, "jupyterlab-myst")
+    assert code == 0 and status.startswith("WARN") and "2.4.2" in status and "2.7.0" in status
+    assert fix.startswith("fix: make lab-install")
+
+
+def test_lab_pins_match_requirements_lab():
+    specs = [line.strip() for line in (ROOT / "requirements-lab.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    (low, high) = doctor.LAB_RANGE
+    assert f"jupyterlab>={low[0]}.{low[1]},<{high[0]}.{high[1]}" in specs, specs
+    assert f"jupyterlab-myst=={doctor.MYST_VERSION}" in specs, specs
+
+
+def test_make_lab_install_exists_for_the_fix():
+    out = subprocess.run(["make", "-n", "lab-install"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
 def test_chromium_under_another_name_is_found(machine, capsys):
     del machine.programs["chromium"]
     machine.programs["chromium-browser"] = "/usr/bin/chromium-browser"
@@ -236,7 +286,9 @@ def test_several_failures_are_all_listed(machine, capsys):
 def test_the_real_probes_run_here(capsys):
     """No monkeypatching: this machine runs the tests, so the required pieces are present."""
     results = doctor.run_checks()
-    assert [r.name for r in results] == ["Python", "torch", "lib", "widgets", "Jupyter kernel", "Node.js", "Chromium"]
+    assert [r.name for r in results] == [
+        "Python", "torch", "lib", "widgets", "Jupyter kernel", "JupyterLab", "jupyterlab-myst", "Node.js", "Chromium"
+    ]
     assert all(r.status in ("OK", "WARN", "FAIL") for r in results)
     for r in results[:4]:
         assert r.status != "FAIL", r
