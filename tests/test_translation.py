@@ -534,3 +534,127 @@ def test_translation_loss_is_the_mean_nll_per_target_token():
     got = lib.translation_loss(model, examples, max_tokens=10)
     assert math.isclose(got, total / count, rel_tol=1e-5)
     assert model.training
+
+
+# ---------------------------------------------------------------------------
+# Bad attention, and how sure a difference is (paired bootstrap)
+# ---------------------------------------------------------------------------
+
+def test_alignment_helpers_refuse_attention_that_is_not_finite():
+    # Before the check, argmax_links linked word 0 to the NaN entry: {(1, 0)}.
+    with pytest.raises(ValueError, match="word_attn has 1 entries that are NaN"):
+        lib.argmax_links(torch.tensor([[0.2, float("nan"), 0.1]]))
+    with pytest.raises(ValueError, match="attn has 1 entries that are NaN or infinite"):
+        lib.word_attention(torch.tensor([[0.5, float("inf")]]), [0], [0, 1])
+    with pytest.raises(ValueError, match="attn has 2 entries"):
+        lib.word_attention(torch.full((2, 1), float("nan")), [0, 1], [0])
+
+
+def test_links_take_any_integer_type_and_name_a_wrong_one():
+    np = pytest.importorskip("numpy")
+    sure = {(0, 1), (1, 0)}
+    assert lib.alignment_error_rate({(np.int64(0), np.int64(1))}, sure) == 1 - 2 / 3
+    assert lib.alignment_error_rate([[1, 0]], sure) == 1 - 2 / 3
+    with pytest.raises(TypeError, match=r"link indices must be integers, got \(0\.0, 1\).*float"):
+        lib.alignment_error_rate({(0.0, 1)}, sure)
+    with pytest.raises(TypeError, match="targets: True is not an integer index"):
+        lib.diagonal_links(2, 3, targets=[True])
+
+
+def test_diagonal_takes_the_floor_at_a_tie():
+    # n = 2, m = 5: the centre of word 2 is (2 + 1/2) * 2/5 = 1.0 exactly -> source word 1
+    # (rounding (j + 1/2) n/m - 1/2 = 0.5 half-to-even would give 0)
+    assert lib.diagonal_links(2, 5) == {(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)}
+
+
+SYSTEM_REFS = ["the cat sat on the mat .", "a dog ran in the park today .",
+               "we went home early", "grace and peace to you from God", "he wept"]
+SYSTEM_A = ["the cat sat on a mat .", "a dog ran in the park .", "we went home",
+            "grace and peace to you", "jesus wept"]
+SYSTEM_B = ["a cat is on the mat", "the dog runs in a park today .", "home we went early",
+            "peace to you from God", "he cried"]
+
+
+@pytest.mark.parametrize("metric", ["BLEU", "CHRF"])
+def test_paired_bootstrap_resamples_as_sacrebleu_does(metric):
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from sacrebleu.significance import PairedTest
+
+    def bootstrap_mean(system, baseline):  # sacrebleu's mean over its own resamples
+        test = PairedTest([("baseline", baseline), ("system", system)],
+                          {"m": getattr(sacrebleu, metric)()}, [SYSTEM_REFS],
+                          test_type="bs", n_samples=300)
+        _, results = test()
+        return next(v for k, v in results.items() if k != "System")[1].mean
+
+    got = lib.paired_bootstrap(getattr(sacrebleu, metric)(), SYSTEM_A, SYSTEM_B,
+                               SYSTEM_REFS, n_samples=300)
+    want = bootstrap_mean(SYSTEM_A, SYSTEM_B) - bootstrap_mean(SYSTEM_B, SYSTEM_A)
+    assert math.isclose(got.mean, want, abs_tol=1e-3)
+    a = getattr(sacrebleu, metric)().corpus_score(SYSTEM_A, [SYSTEM_REFS]).score
+    b = getattr(sacrebleu, metric)().corpus_score(SYSTEM_B, [SYSTEM_REFS]).score
+    assert math.isclose(got.difference, a - b, abs_tol=1e-9)
+    assert got.low <= got.mean <= got.high and got.n_samples == 300
+
+
+def test_paired_bootstrap_of_a_system_against_itself_is_exactly_zero():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    same = lib.paired_bootstrap(sacrebleu.BLEU(), SYSTEM_A, list(SYSTEM_A), SYSTEM_REFS)
+    assert (same.difference, same.low, same.high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert not same.excludes_zero()
+    with pytest.raises(ValueError, match="hypotheses_b: 4 outputs for 5 references"):
+        lib.paired_bootstrap(sacrebleu.BLEU(), SYSTEM_A, SYSTEM_B[:4], SYSTEM_REFS)
+    with pytest.raises(TypeError, match="metric must be a sacrebleu metric"):
+        lib.paired_bootstrap(len, SYSTEM_A, SYSTEM_B, SYSTEM_REFS)
+    with pytest.raises(TypeError, match="n_samples must be an int"):
+        lib.paired_bootstrap(sacrebleu.BLEU(), SYSTEM_A, SYSTEM_B, SYSTEM_REFS, n_samples=1.5)
+
+
+def test_aer_difference_sums_resampled_verses_before_dividing():
+    np = pytest.importorskip("numpy")
+    # two readings of three verses: (|A|, |S|, hits), counted by hand
+    a = [lib.AlignmentCounts(2, 2, 2, 2), lib.AlignmentCounts(3, 4, 1, 1),
+         lib.AlignmentCounts(1, 1, 0, 0)]
+    b = [lib.AlignmentCounts(2, 2, 0, 0), lib.AlignmentCounts(3, 4, 2, 2),
+         lib.AlignmentCounts(1, 1, 1, 1)]
+    got = lib.aer_difference(a, b, n_samples=50, seed=7)
+    assert math.isclose(got.difference, (1 - 6 / 13) - (1 - 6 / 13), abs_tol=1e-12)
+    idx = np.random.default_rng(7).choice(3, size=(50, 3), replace=True)
+    diffs = []
+    for row in idx:  # the corpus AER of each resample, summed by plain loops
+        pa = sum(a[k].predicted + a[k].sure for k in row)
+        pb = sum(b[k].predicted + b[k].sure for k in row)
+        diffs.append((1 - 2 * sum(a[k].hits_sure for k in row) / pa)
+                     - (1 - 2 * sum(b[k].hits_sure for k in row) / pb))
+    assert math.isclose(got.low, float(np.percentile(diffs, 2.5)), abs_tol=1e-12)
+    assert math.isclose(got.high, float(np.percentile(diffs, 97.5)), abs_tol=1e-12)
+    one = lib.aer_difference(a[:1], b[:1])  # one verse: every resample is that verse
+    assert (one.difference, one.low, one.high, one.p_value) == (-1.0, -1.0, -1.0, 0.0)
+    assert one.excludes_zero()
+    with pytest.raises(ValueError, match="same verses, got 3 and 2"):
+        lib.aer_difference(a, b[:2])
+    with pytest.raises(TypeError, match="a must be a non-empty list of AlignmentCounts"):
+        lib.aer_difference([], b)
+
+
+def test_per_verse_counts_add_up_to_the_corpus_counts():
+    torch.manual_seed(5)
+    model = lib.Transformer(40, 40, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0)
+    pairs, encoded = [], []
+    for k, (n_src, n_tgt) in enumerate(((3, 4), (5, 3), (2, 6))):
+        links = frozenset((j % n_src, j) for j in range(n_tgt))
+        pairs.append(lib.VersePair(f"5000100{k + 1}", ("α",) * n_src, ("w",) * n_tgt,
+                                   (True,) * n_tgt, (False,) * n_tgt, links))
+        encoded.append(lib.EncodedPair(tuple(range(3, 3 + n_src)), tuple(range(n_src)),
+                                       tuple(range(10, 10 + n_tgt)), tuple(range(n_tgt))))
+    got = lib.score_attention_alignments(model, pairs, encoded)
+    for which, total in (((1, 0), got.heads[1][0]), ((0, "average"), got.average[0]),
+                         ("diagonal", got.diagonal)):
+        verses = got.per_verse(which)
+        assert len(verses) == 3
+        assert sum(c.predicted for c in verses) == total.predicted
+        assert sum(c.hits_sure for c in verses) == total.hits_sure
+    assert got.per_verse("diagonal")[0].aer == lib.alignment_error_rate(
+        lib.diagonal_links(3, 4), pairs[0].links)
+    with pytest.raises(ValueError, match="head must be 0-1 or 'average'"):
+        got.per_verse((0, 2))

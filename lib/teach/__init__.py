@@ -71,6 +71,7 @@ __all__ += [
 from lib.teach.alignment import (  # noqa: E402  (the translation chapter)
     AlignmentCounts,
     AttentionAlignment,
+    aer_difference,
     alignment_error_rate,
     argmax_links,
     cross_attention_by_layer,
@@ -82,6 +83,7 @@ from lib.teach.alignment import (  # noqa: E402  (the translation chapter)
 __all__ += [
     "AlignmentCounts",
     "AttentionAlignment",
+    "aer_difference",
     "alignment_error_rate",
     "argmax_links",
     "cross_attention_by_layer",

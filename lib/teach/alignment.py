@@ -29,17 +29,26 @@ from a Transformer's cross-attention in the same spirit):
 Which decoder position's attention belongs to target word j? The position
 that *predicts* it (it reads the word before) or the one that *reads* it.
 `cross_attention_by_layer` returns both row sets; the chapter measures both.
+(Chen et al., 2020, call the first "naive attention" and show that, in deeper
+trained models, the second, shifted reading aligns better.)
+
+Attention that is not finite (NaN or inf, from a diverged model) is refused
+with a ValueError: its argmax would silently pick the NaN entry. Each
+`AttentionAlignment` also keeps every verse's counts, so `aer_difference`
+can put a paired-bootstrap interval on a difference of corpus AER.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from lib._checks import require_tensor, shape
 from lib.model.attention import causal_mask
+from lib.train.translation import PairedDifference, _resampled_difference
 
 __all__ = [
     "AlignmentCounts",
@@ -50,6 +59,7 @@ __all__ = [
     "cross_attention_by_layer",
     "AttentionAlignment",
     "score_attention_alignments",
+    "aer_difference",
 ]
 
 
@@ -58,14 +68,22 @@ def _check_links(name: str, links) -> set[tuple[int, int]]:
         raise TypeError(f"{name} must be a set of (source, target) index pairs, got {type(links).__name__}")
     out = set()
     for link in links:
-        if (
-            not isinstance(link, tuple)
-            or len(link) != 2
-            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in link)
-        ):
+        if isinstance(link, (str, bytes)) or not isinstance(link, (tuple, list)) or len(link) != 2:
             raise ValueError(f"{name}: every link must be a pair of indices >= 0, got {link!r}")
-        out.add(link)
+        if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in link):
+            raise TypeError(f"{name}: link indices must be integers, got {link!r} "
+                            f"({', '.join(type(x).__name__ for x in link)})")
+        if not all(x >= 0 for x in link):
+            raise ValueError(f"{name}: every link must be a pair of indices >= 0, got {link!r}")
+        out.add((int(link[0]), int(link[1])))
     return out
+
+
+def _require_finite(name: str, t: torch.Tensor) -> None:
+    if not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise ValueError(f"{name} has {bad} entries that are NaN or infinite: attention from a model "
+                         "that diverged cannot be read as alignments")
 
 
 @dataclass
@@ -125,6 +143,7 @@ def word_attention(
     require_tensor("attn", attn)
     if attn.dim() < 2 or not attn.is_floating_point():
         raise ValueError(f"attn must be a float tensor (..., m, n), got {shape(attn)} {attn.dtype}")
+    _require_finite("attn", attn)
     m, n = attn.shape[-2:]
     for name, words, size in (("tgt_word", tgt_word, m), ("src_word", src_word, n)):
         words = list(words)
@@ -150,6 +169,7 @@ def argmax_links(word_attn: torch.Tensor, targets: Iterable[int] | None = None) 
     require_tensor("word_attn", word_attn)
     if word_attn.dim() != 2:
         raise ValueError(f"word_attn must be (M, N), got {shape(word_attn)}")
+    _require_finite("word_attn", word_attn)
     M = word_attn.shape[0]
     targets = range(M) if targets is None else list(targets)
     bad = [j for j in targets if not 0 <= j < M]
@@ -161,17 +181,20 @@ def argmax_links(word_attn: torch.Tensor, targets: Iterable[int] | None = None) 
 
 def diagonal_links(n_src: int, n_tgt: int, targets: Iterable[int] | None = None) -> set[tuple[int, int]]:
     """The positional baseline: target word j of n_tgt is linked to source word
-    round((j + ½) · n_src / n_tgt − ½), the one at the same relative position."""
+    floor((j + ½) · n_src / n_tgt), the one whose span contains the centre of
+    word j's relative position (capped at n_src − 1)."""
     for name, v in (("n_src", n_src), ("n_tgt", n_tgt)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     targets = range(n_tgt) if targets is None else list(targets)
     out = set()
     for j in targets:
+        if isinstance(j, bool) or not isinstance(j, numbers.Integral):
+            raise TypeError(f"targets: {j!r} is not an integer index")
         if not 0 <= j < n_tgt:
             raise ValueError(f"targets: {j} is not a target word index (0-{n_tgt - 1})")
         i = int((j + 0.5) * n_src / n_tgt)  # floor of the centre's position
-        out.add((min(i, n_src - 1), j))
+        out.add((min(i, n_src - 1), int(j)))
     return out
 
 
@@ -208,12 +231,36 @@ class AttentionAlignment:
     average[l]   counts of layer l's heads averaged before the argmax
     diagonal     counts of the positional baseline (`diagonal_links`)
     rows         "predict" or "read": which decoder position stands for a word
+    verses       the same counts verse by verse, (heads, average, diagonal) per
+                 verse, for `per_verse` and `aer_difference`
+
+    The "best head" of `table` is chosen on the scored verses themselves.
     """
 
     heads: list[list[AlignmentCounts]]
     average: list[AlignmentCounts]
     diagonal: AlignmentCounts
     rows: str
+    verses: list = field(default_factory=list, repr=False)
+
+    def per_verse(self, which) -> list[AlignmentCounts]:
+        """Every verse's counts of one reading: ``(layer, head)``,
+        ``(layer, "average")`` or ``"diagonal"``."""
+        if not self.verses:
+            raise ValueError("no per-verse counts: build this with score_attention_alignments")
+        if which == "diagonal":
+            return [diagonal for _, _, diagonal in self.verses]
+        if not isinstance(which, tuple) or len(which) != 2:
+            raise ValueError(f"which must be (layer, head), (layer, 'average') or 'diagonal', got {which!r}")
+        layer, head = which
+        n_layers, n_heads = len(self.heads), len(self.heads[0])
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n_layers:
+            raise ValueError(f"which: layer must be 0-{n_layers - 1}, got {layer!r}")
+        if head == "average":
+            return [average[layer] for _, average, _ in self.verses]
+        if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
+            raise ValueError(f"which: head must be 0-{n_heads - 1} or 'average', got {head!r}")
+        return [heads[layer][head] for heads, _, _ in self.verses]
 
     def aer(self) -> torch.Tensor:
         """(layers, heads) AER of every head."""
@@ -249,6 +296,7 @@ def score_attention_alignments(model, pairs, encoded, rows: str = "predict") -> 
         raise ValueError(f"pairs and encoded must be equally long and non-empty, got {len(pairs)} and {len(encoded)}")
     heads = averages = None
     diagonal = AlignmentCounts()
+    verses = []
     for pair, enc in zip(pairs, encoded):
         predict, read = cross_attention_by_layer(model, enc.src, enc.tgt)
         maps = predict if rows == "predict" else read
@@ -258,9 +306,49 @@ def score_attention_alignments(model, pairs, encoded, rows: str = "predict") -> 
             heads = [[AlignmentCounts() for _ in range(n_heads)] for _ in range(n_layers)]
             averages = [AlignmentCounts() for _ in range(n_layers)]
         targets = pair.aligned_targets
+        verse_heads = [[AlignmentCounts() for _ in range(n_heads)] for _ in range(n_layers)]
+        verse_average = [AlignmentCounts() for _ in range(n_layers)]
         for l in range(n_layers):
             for h in range(n_heads):
-                heads[l][h].add(argmax_links(words[l, h], targets), pair.links)
-            averages[l].add(argmax_links(words[l].mean(dim=0), targets), pair.links)
-        diagonal.add(diagonal_links(len(pair.source), len(pair.target), targets), pair.links)
-    return AttentionAlignment(heads, averages, diagonal, rows)
+                verse_heads[l][h].add(argmax_links(words[l, h], targets), pair.links)
+            verse_average[l].add(argmax_links(words[l].mean(dim=0), targets), pair.links)
+        verse_diagonal = AlignmentCounts().add(
+            diagonal_links(len(pair.source), len(pair.target), targets), pair.links)
+        verses.append((verse_heads, verse_average, verse_diagonal))
+        for l in range(n_layers):
+            for h in range(n_heads):
+                _accumulate(heads[l][h], verse_heads[l][h])
+            _accumulate(averages[l], verse_average[l])
+        _accumulate(diagonal, verse_diagonal)
+    return AttentionAlignment(heads, averages, diagonal, rows, verses)
+
+
+def _accumulate(total: AlignmentCounts, part: AlignmentCounts) -> None:
+    total.predicted += part.predicted
+    total.sure += part.sure
+    total.hits_sure += part.hits_sure
+    total.hits_possible += part.hits_possible
+
+
+def aer_difference(a: Sequence[AlignmentCounts], b: Sequence[AlignmentCounts],
+                   n_samples: int = 1000, seed: int = 12345) -> PairedDifference:
+    """Corpus AER(a) − AER(b) over the same verses, with a paired-bootstrap 95%
+    interval: each resample draws the verses with replacement (the same verses
+    for a and b, as `lib.paired_bootstrap` does for BLEU) and sums their counts
+    before dividing. a, b: one `AlignmentCounts` per verse, e.g. from
+    `AttentionAlignment.per_verse`. A negative difference means a aligns better.
+    """
+    a, b = list(a), list(b)
+    for name, counts in (("a", a), ("b", b)):
+        if not counts or not all(isinstance(c, AlignmentCounts) for c in counts):
+            raise TypeError(f"{name} must be a non-empty list of AlignmentCounts, one per verse")
+    if len(a) != len(b):
+        raise ValueError(f"a and b must count the same verses, got {len(a)} and {len(b)}")
+
+    def stats(counts):
+        return [(c.predicted, c.sure, c.hits_sure, c.hits_possible) for c in counts]
+
+    def aer(row):
+        return 1.0 - (row[2] + row[3]) / (row[0] + row[1])
+
+    return _resampled_difference(stats(a), stats(b), aer, n_samples, seed)

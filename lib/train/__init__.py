@@ -128,15 +128,18 @@ from lib.train.aligned_corpus import (  # noqa: E402
 )
 from lib.train.translation import (  # noqa: E402
     EncodedPair,
+    PairedDifference,
     SubwordVocab,
     encode_pairs,
     length_batches,
     make_translation_batch,
+    paired_bootstrap,
     train_subword_vocab,
     translate_ids,
     translation_loss,
 )
 
+__all__ += ["PairedDifference", "paired_bootstrap"]
 __all__ += [
     "ALIGNMENT_WHEEL",
     "NT_BOOKS",
