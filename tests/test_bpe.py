@@ -283,6 +283,15 @@ def test_training_text_not_str(text):
         BPETokenizer.train(text, 300)
 
 
+def test_bad_pattern_is_a_value_error_naming_it():
+    for call in (lambda: BPETokenizer([], pattern="("), lambda: BPETokenizer.train("ab", 257, pattern="("),
+                 lambda: lib.train_naive("ab", 257, pattern="("), lambda: lib.pretokenize("ab", "(")):
+        with pytest.raises(ValueError, match="pattern"):
+            call()
+    with pytest.raises(TypeError, match="pattern"):
+        lib.pretokenize("ab", 3)
+
+
 def test_bad_tie_break():
     with pytest.raises(ValueError, match="tie_break must be"):
         BPETokenizer.train("abc", 300, tie_break="random")

@@ -64,6 +64,16 @@ def test_bad_validation_lists():
         split_by_play(works, ("a", "b"))
     with pytest.raises(TypeError, match="validation must be a sequence"):
         split_by_play(works, "a")
+    with pytest.raises(ValueError, match="validation: no work is held out"):
+        split_by_play(works, ())
+    with pytest.raises(ValueError, match="validation: no work is held out"):
+        load_corpus(validation=[])
+
+
+def test_repr_counts_the_texts_the_chapters_use():
+    split = split_by_play({"a": "alpha\n", "b": "beta\n", "c": "gamma\n"}, ("b",))
+    # train_text is "alpha\n" + "\n\n" + "gamma\n": 6 + 2 + 6 = 14 characters
+    assert "2 works, 14 characters" in repr(split) and "1 plays, 5 characters" in repr(split)
 
 
 def test_exported_from_lib():

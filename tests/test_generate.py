@@ -125,3 +125,89 @@ def test_low_temperature_approaches_greedy():
     cold = lib.generate(m, prompt, 10, temperature=1e-3, generator=torch.Generator().manual_seed(0))
     assert torch.equal(greedy, cold)
     assert math.isfinite(float(m(prompt).detach().sum()))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_sample_next_refuses_nan_and_inf_logits_naming_them(bad):
+    logits = torch.randn(3, 5)
+    logits[1, 2] = bad
+    with pytest.raises(ValueError, match="logits"):
+        lib.sample_next(logits)
+    with pytest.raises(ValueError, match="logits"):
+        lib.sample_next(logits, top_k=2)
+
+
+def test_sample_next_refuses_a_row_of_only_minus_inf_but_allows_some():
+    logits = torch.randn(2, 4)
+    logits[0, :2] = float("-inf")  # masked tokens are fine
+    assert not set(lib.sample_next(logits, generator=torch.Generator().manual_seed(0)).tolist()[:1]) & {0, 1}
+    logits[1] = float("-inf")
+    with pytest.raises(ValueError, match="logits"):
+        lib.sample_next(logits)
+
+
+def test_generate_refuses_nan_logits_from_a_diverged_model_greedy_or_sampled():
+    m = model()
+    with torch.no_grad():
+        m.head.weight.fill_(float("nan"))
+    for kw in (dict(greedy=True), dict(temperature=1.0)):
+        with pytest.raises(ValueError, match="NaN"):
+            lib.generate(m, torch.tensor([1, 2]), 3, **kw)
+
+
+def test_top_k_keeps_every_logit_tied_with_the_kth():
+    # logits [2, 1, 1, 0], k = 2: the two tied at 1 both stay, so three tokens can be drawn
+    logits = torch.tensor([[2.0, 1.0, 1.0, 0.0]]).expand(6000, 4)
+    ids = lib.sample_next(logits, top_k=2, generator=torch.Generator().manual_seed(4))
+    freq = torch.bincount(ids, minlength=4).double() / ids.numel()
+    want = torch.tensor([math.e, 1.0, 1.0]) / (math.e + 2)  # e^2 : e : e, divided by e
+    assert freq[3] == 0 and (freq[:3] - want).abs().max() < 0.03
+
+
+class _BigramTable(torch.nn.Module):
+    """A stand-in language model: the next token's log-probabilities depend on the last one.
+
+    From 0: p(1) = 0.6, p(2) = 0.4. From 1: uniform over 0, 1, 2. From 2: p(0) = 0.9,
+    p(1) = p(2) = 0.05. Two steps from 0: greedy takes 1 then (a tie, the first) 0:
+    0.6 * 1/3 = 0.2; the most probable pair is 2 then 0: 0.4 * 0.9 = 0.36.
+    """
+
+    def __init__(self):
+        super().__init__()
+        table = torch.tensor([[1e-9, 0.6, 0.4], [1 / 3, 1 / 3, 1 / 3], [0.9, 0.05, 0.05]])
+        self.table = torch.nn.Parameter(table.log(), requires_grad=False)
+        self.pos = type("Pos", (), {"max_len": 8})()
+        self.layers = [None]
+        self.vocab_size = 3
+
+    def forward(self, tokens):
+        return self.table[tokens]  # (B, L, 3)
+
+
+def test_beam_search_finds_the_more_probable_sequence_greedy_misses():
+    m = _BigramTable()
+    prompt = torch.tensor([0])
+    greedy = lib.generate(m, prompt, 2, greedy=True, use_cache=False)
+    assert greedy.tolist() == [0, 1, 0]
+    assert lib.continuation_log_prob(m, prompt, greedy[1:]) == pytest.approx(math.log(0.6 / 3))
+    tokens, log_p = lib.lm_beam_search(m, prompt, 2, width=2)
+    assert tokens.tolist() == [0, 2, 0] and log_p == pytest.approx(math.log(0.36))
+    tokens, log_p = lib.lm_beam_search(m, prompt, 2, width=1)  # width 1 is greedy
+    assert tokens.tolist() == [0, 1, 0] and log_p == pytest.approx(math.log(0.2))
+    assert lib.continuation_log_prob(m, prompt, torch.tensor([], dtype=torch.long)) == 0.0
+
+
+def test_beam_search_and_log_prob_bad_input():
+    m = _BigramTable()
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        lib.lm_beam_search(m, torch.tensor([0, 1]), 7, 2)
+    with pytest.raises(ValueError, match="width"):
+        lib.lm_beam_search(m, torch.tensor([0]), 2, 0)
+    with pytest.raises(TypeError, match="prompt"):
+        lib.lm_beam_search(m, torch.tensor([0.0]), 2, 2)
+    with pytest.raises(ValueError, match="prompt"):
+        lib.continuation_log_prob(m, torch.tensor([[0]]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="prompt"):
+        lib.continuation_log_prob(m, torch.tensor([], dtype=torch.long), torch.tensor([1]))
+    with pytest.raises(ValueError, match="continuation"):
+        lib.continuation_log_prob(m, torch.tensor([0]), torch.zeros(8, dtype=torch.long))

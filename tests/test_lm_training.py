@@ -1,4 +1,6 @@
-"""The training loop trains every model family (lib/train/training.py, chapter 10)."""
+"""The training loop trains every model family (lib/train/training.py, chapter 11); n-gram baselines."""
+
+import math
 
 import pytest
 import torch
@@ -108,3 +110,49 @@ def test_lm_loss_restores_the_mode_and_matches_the_batch_loss():
     assert model.training
     model.eval()
     assert abs(value - float(b.loss(model).detach())) < 1e-5
+
+
+def test_ngram_nats_by_hand():
+    # training ids 0 1 0 1 1 (|V| = 2), add-1: bigrams (0,1) x2, (1,0) x1, (1,1) x1;
+    # contexts 0 and 1 are each followed twice. Scoring 0 1 1: p(1|0) = 3/4, p(1|1) = 2/4.
+    train, held = torch.tensor([0, 1, 0, 1, 1]), torch.tensor([0, 1, 1])
+    assert lib.ngram_nats(train, held, 2, 2, alpha=1.0) == pytest.approx(
+        -(math.log(3 / 4) + math.log(2 / 4)) / 2)
+    # unigram: counts 2 and 3 of 5, add-1: p(0) = 3/7, p(1) = 4/7
+    assert lib.ngram_nats(train, held, 1, 2, alpha=1.0) == pytest.approx(
+        -(math.log(3 / 7) + 2 * math.log(4 / 7)) / 3)
+    # trigram of 1 1 0 (context 1 1 never followed in training): 1/|V| with any alpha;
+    # of 0 1 0 (seen once, context 0 1 seen twice), add-0.5: 1.5 / 3
+    assert lib.ngram_nats(train, torch.tensor([1, 1, 0]), 3, 2, alpha=0.3) == pytest.approx(math.log(2))
+    assert lib.ngram_nats(train, torch.tensor([0, 1, 0]), 3, 2, alpha=0.5) == pytest.approx(-math.log(0.5))
+
+
+def test_ngram_nats_matches_a_counter_model_on_text():
+    from collections import Counter
+
+    g = torch.Generator().manual_seed(0)
+    train, held = torch.randint(0, 5, (400,), generator=g), torch.randint(0, 5, (60,), generator=g)
+    t, h = train.tolist(), held.tolist()
+    full = Counter(tuple(t[i : i + 3]) for i in range(len(t) - 2))
+    ctx = Counter()
+    for k, c in full.items():
+        ctx[k[:2]] += c
+    want = -sum(math.log((full[tuple(h[i - 2 : i + 1])] + 0.1) / (ctx[tuple(h[i - 2 : i])] + 0.5))
+                for i in range(2, len(h))) / (len(h) - 2)
+    assert lib.ngram_nats(train, held, 3, 5, alpha=0.1) == pytest.approx(want)
+
+
+def test_ngram_nats_bad_input():
+    ids = torch.tensor([0, 1, 2, 1])
+    with pytest.raises(ValueError, match="n"):
+        lib.ngram_nats(ids, ids, 0, 3)
+    with pytest.raises(ValueError, match="alpha"):
+        lib.ngram_nats(ids, ids, 2, 3, alpha=0.0)
+    with pytest.raises(ValueError, match="eval_ids"):
+        lib.ngram_nats(ids, torch.tensor([0, 5]), 2, 3)
+    with pytest.raises(TypeError, match="train_ids"):
+        lib.ngram_nats(ids.float(), ids, 2, 3)
+    with pytest.raises(ValueError, match="eval_ids"):
+        lib.ngram_nats(ids, ids[:1], 2, 3)
+    with pytest.raises(ValueError, match="n"):
+        lib.ngram_nats(ids, ids, 20, 1000)

@@ -20,7 +20,14 @@ from lib.train.decoding import (
     sequence_log_prob,
     translate,
 )
-from lib.train.generate import context_length, generate, sample_next
+from lib.train.generate import (
+    context_length,
+    continuation_log_prob,
+    generate,
+    lm_beam_search,
+    sample_next,
+)
+from lib.train.ngram import ngram_nats
 from lib.train.training import (
     FitResult,
     LMBatch,
@@ -75,6 +82,9 @@ __all__ = [
     "context_length",
     "generate",
     "sample_next",
+    "continuation_log_prob",
+    "lm_beam_search",
+    "ngram_nats",
 ]
 
 # Beyond the paper: tokenization, the corpus, data parallelism, mixed precision.

@@ -78,6 +78,16 @@ _FORMAT = "lib.train.bpe"
 _VERSION = 1
 
 
+def _compiled(pattern: object) -> re.Pattern:
+    """The pre-tokeniser's pattern, compiled; a clear error for a bad one."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"pattern: not a valid regular expression ({err}): {pattern!r}") from None
+
+
 def pretokenize(text: str, pattern: str = GPT2_STYLE_PATTERN) -> list[str]:
     """Cut `text` into the chunks BPE works inside: ``"".join(chunks) == text``.
 
@@ -86,7 +96,7 @@ def pretokenize(text: str, pattern: str = GPT2_STYLE_PATTERN) -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return re.findall(pattern, text)
+    return _compiled(pattern).findall(text)
 
 
 def count_pairs(ids: Sequence[int]) -> dict[tuple[int, int], int]:
@@ -139,11 +149,12 @@ def _word_counts(text: str | Iterable[str], pattern: str) -> Counter:
         texts = text
     else:
         raise TypeError(f"text must be a str or an iterable of str, got {type(text).__name__}")
+    regex = _compiled(pattern)
     counts: Counter = Counter()
     for i, piece in enumerate(texts):
         if not isinstance(piece, str):
             raise TypeError(f"text must be a str or an iterable of str; item {i} is a {type(piece).__name__}")
-        counts.update(re.findall(pattern, piece))
+        counts.update(regex.findall(piece))
     if not counts:
         raise ValueError("text: the corpus is empty; BPE needs some text to learn merges from")
     return counts
@@ -212,9 +223,7 @@ class BPETokenizer:
         pattern: str = GPT2_STYLE_PATTERN,
         merge_counts: Sequence[int] | None = None,
     ):
-        if not isinstance(pattern, str):
-            raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
-        re.compile(pattern)
+        _compiled(pattern)
         self.pattern = pattern
         self.merges: list[tuple[int, int]] = []
         self.vocab: list[bytes] = [bytes([b]) for b in range(N_BYTES)]  # id -> its bytes

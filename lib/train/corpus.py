@@ -79,8 +79,8 @@ class CorpusSplit:
         return "\n\n".join(self.validation.values())
 
     def __repr__(self) -> str:
-        n_train = sum(map(len, self.train.values()))
-        n_valid = sum(map(len, self.validation.values()))
+        # the characters of train_text / validation_text, blank lines between works included
+        n_train, n_valid = len(self.train_text), len(self.validation_text)
         return (
             f"CorpusSplit(train: {len(self.train)} works, {n_train:,} characters; "
             f"validation: {len(self.validation)} plays, {n_valid:,} characters)"
@@ -91,6 +91,8 @@ def split_by_play(works: dict[str, str], validation: tuple[str, ...] = VALIDATIO
     """Put the works named in `validation` aside, whole; the rest is for training."""
     if isinstance(validation, str):
         raise TypeError("validation must be a sequence of work names, got a single str")
+    if len(validation) == 0:
+        raise ValueError("validation: no work is held out; name at least one (default: VALIDATION_PLAYS)")
     unknown = [name for name in validation if name not in works]
     if unknown:
         raise ValueError(f"validation: no work named {', '.join(map(repr, unknown))} (known: {', '.join(works)})")

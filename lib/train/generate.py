@@ -1,6 +1,6 @@
 """Generating text with a decoder-only language model: sampling and the KV cache.
 
-Introduced in chapter 10 (a language model trained on real text).
+Introduced in chapter 11 (a language model trained on real text).
 
 `sample_next` turns one step's logits into next tokens: divide by a temperature,
 keep the ``top_k`` most probable tokens, sample from the softmax. `generate`
@@ -26,7 +26,7 @@ import torch
 from lib._checks import require_bool, require_float, require_int, require_number, require_positive_int, shape
 from lib.model.kv_cache import KVCache
 
-__all__ = ["sample_next", "generate", "context_length"]
+__all__ = ["sample_next", "generate", "context_length", "continuation_log_prob", "lm_beam_search"]
 
 
 def _check_sampling(temperature, top_k, vocab_size: int | None) -> tuple[float, int | None]:
@@ -45,6 +45,22 @@ def _check_sampling(temperature, top_k, vocab_size: int | None) -> tuple[float, 
     return temperature, top_k
 
 
+def _check_finite_logits(logits: torch.Tensor) -> None:
+    """Refuse NaN, +inf, and rows where every logit is -inf (no distribution to draw from)."""
+    nan = torch.isnan(logits)
+    if bool(nan.any()):
+        row = int(nan.any(dim=-1).nonzero()[0])
+        raise ValueError(
+            f"logits: {int(nan.sum())} NaN values (the first in row {row}): no distribution to "
+            "sample from; a model whose loss diverged produces NaN logits"
+        )
+    if bool((logits == float("inf")).any()):
+        raise ValueError("logits: +inf values; the softmax of +inf is undefined (inf / inf)")
+    dead = (logits == float("-inf")).all(dim=-1)
+    if bool(dead.any()):
+        raise ValueError(f"logits: row {int(dead.nonzero()[0])} is -inf everywhere: no token can be drawn")
+
+
 def sample_next(
     logits: torch.Tensor,
     temperature: float = 1.0,
@@ -56,14 +72,20 @@ def sample_next(
     1. Divide the logits by ``temperature`` (> 0): below 1 sharpens the distribution
        towards the most probable token, above 1 flattens it towards uniform.
     2. With ``top_k``, keep the k largest logits of each row and set the others to
-       -inf, so only those k tokens can be drawn (1 <= top_k <= |V|; top_k=1 is greedy).
+       -inf, so only those tokens can be drawn (1 <= top_k <= |V|). Every logit tied
+       with the k-th largest is kept too (as nanoGPT and Hugging Face's top-k do), so a
+       row may keep more than k tokens; top_k=1 is greedy up to exact ties.
     3. Draw one token per row from softmax(logits) with ``torch.multinomial``,
        using ``generator`` (seed it for a reproducible draw).
+
+    NaN or +inf logits, or a row of only -inf, are refused with a ValueError (a model
+    that diverged produces them; torch's own error would not name the argument).
     """
     require_float("logits", logits)
     if logits.dim() != 2 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (B, |V|) with |V| > 0, got {shape(logits)}")
     temperature, top_k = _check_sampling(temperature, top_k, logits.shape[-1])
+    _check_finite_logits(logits)
     logits = logits.float() / temperature  # (B, |V|)
     if top_k is not None and top_k < logits.shape[-1]:
         kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1) the k-th largest
@@ -141,9 +163,85 @@ def generate(
         else:
             logits = model(tokens)[:, -1]  # the whole prefix, every step
         if greedy:
+            _check_finite_logits(logits)
             next_id = logits.argmax(dim=-1)  # (B,)
         else:
             next_id = sample_next(logits, temperature, top_k, generator)
         tokens = torch.cat([tokens, next_id[:, None]], dim=1)
         step_input = next_id[:, None]  # (B, 1)
     return tokens[0] if one_row else tokens
+
+
+def _one_row_ids(name: str, ids) -> torch.Tensor:
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.dtype == torch.bool or ids.is_complex():
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must have shape (P,), one sequence, got {shape(ids)}")
+    return ids.long()
+
+
+@torch.no_grad()
+def continuation_log_prob(model, prompt: torch.Tensor, continuation: torch.Tensor) -> float:
+    """log p(continuation | prompt) under `model`, in nats: the sum over the new tokens.
+
+    prompt (P,) with P >= 1 and continuation (N,) integer ids; P + N <= the model's
+    ``max_len``. The model scores x_{t+1} from its output at position t (chapter 11):
+    one forward pass on prompt + continuation[:-1]. Summed in float64.
+    """
+    max_len = context_length(model)
+    prompt = _one_row_ids("prompt", prompt)
+    continuation = _one_row_ids("continuation", continuation)
+    if prompt.numel() == 0:
+        raise ValueError("prompt must hold at least one token: the first token has no prediction")
+    if prompt.numel() + continuation.numel() > max_len:
+        raise ValueError(
+            f"continuation: {prompt.numel()} + {continuation.numel()} tokens is more than the "
+            f"model's max_len={max_len}"
+        )
+    if continuation.numel() == 0:
+        return 0.0
+    model.eval()
+    device = _model_device(model)
+    full = torch.cat([prompt, continuation]).to(device)
+    log_p = model(full[None, :-1])[0].double().log_softmax(dim=-1)  # (P + N - 1, |V|)
+    scored = log_p[prompt.numel() - 1 :]  # the predictions of the N new tokens
+    return float(scored.gather(-1, continuation.to(device)[:, None]).sum())
+
+
+@torch.no_grad()
+def lm_beam_search(
+    model, prompt: torch.Tensor, max_new_tokens: int, width: int
+) -> tuple[torch.Tensor, float]:
+    """The most probable continuation beam search finds: (tokens (P + N,), log-probability).
+
+    Chapter 11 compares it with greedy decoding. At each of ``max_new_tokens`` steps every
+    kept sequence is extended by every token, and the ``width`` most probable extensions
+    (by their summed log-probability, float64) are kept; no length penalty is needed, as
+    all candidates have the same length. ``width=1`` is greedy decoding. The returned
+    log-probability is log p(new tokens | prompt) in nats. Runs the whole prefix at every
+    step (no cache): meant for short continuations.
+    """
+    max_len = context_length(model)
+    prompt = _one_row_ids("prompt", prompt)
+    require_int("max_new_tokens", max_new_tokens, minimum=0)
+    require_positive_int("width", width)
+    if prompt.numel() == 0:
+        raise ValueError("prompt must hold at least one token")
+    if prompt.numel() + max_new_tokens > max_len:
+        raise ValueError(
+            f"max_new_tokens: {prompt.numel()} prompt tokens + {max_new_tokens} new ones is more "
+            f"than the model's max_len={max_len}"
+        )
+    model.eval()
+    beams = prompt.to(_model_device(model))[None]  # (1, P): one beam to start with
+    scores = torch.zeros(1, dtype=torch.float64, device=beams.device)  # (beams,)
+    for _ in range(max_new_tokens):
+        log_p = model(beams)[:, -1].double().log_softmax(dim=-1)  # (beams, |V|)
+        _check_finite_logits(log_p)
+        V = log_p.shape[-1]
+        total = (scores[:, None] + log_p).flatten()  # (beams * |V|,)
+        scores, best = total.topk(min(width, total.numel()))  # sorted, highest first
+        beams = torch.cat([beams[best // V], (best % V)[:, None]], dim=1)
+    return beams[0], float(scores[0])
