@@ -137,3 +137,24 @@ def test_parameter_count_mistakes_are_named(wrong, name):
     verdict = lib.check_ffn_parameter_count(wrong)
     assert not verdict
     assert verdict.mistake == name, verdict.message
+
+
+def test_parameter_count_accepts_a_numpy_integer():
+    """np.int64 is an integer: a count computed with numpy is right (it failed before, with
+    a message showing two equal numbers)."""
+    np = pytest.importorskip("numpy")
+
+    def with_numpy(d_model, d_ff):
+        return np.int64(2) * np.int64(d_model) * np.int64(d_ff) + np.int64(d_ff + d_model)
+
+    verdict = lib.check_ffn_parameter_count(with_numpy)
+    assert verdict and verdict.mistake is None, verdict.message
+
+
+def test_parameter_count_wrapper_keeps_the_exercise_name():
+    def off_by_one(d_model, d_ff):
+        return ffn_parameter_count(d_model, d_ff) + 1
+
+    verdict = lib.check_ffn_parameter_count(off_by_one)
+    assert not verdict and "ffn_parameter_count" in verdict.message
+    assert "off_by_one" not in verdict.message

@@ -71,16 +71,24 @@ def test_split_heads_mistakes_named(fn, mistake):
 
 
 def mha_generic(x_q, x_k, x_v, w_q, w_k, w_v, w_o, n_heads, mask=None, scale_by=None,
-                keep=lambda m: m, transpose_back=True, with_w_o=True):
+                keep=lambda m: m, transpose_back=True, with_w_o=True, divisor=None,
+                softmax_dim=-1, fill=-math.inf, use_mask=True, add_mask=False,
+                linear_habit=False):
     B, m, d_model = x_q.shape
     n, d_k = x_k.shape[1], d_model // n_heads
+    if linear_habit:  # nn.Linear computes x W^T
+        w_q, w_k, w_v, w_o = (w.t() for w in (w_q, w_k, w_v, w_o))
     q = (x_q @ w_q).view(B, m, n_heads, d_k).transpose(1, 2)
     k = (x_k @ w_k).view(B, n, n_heads, d_k).transpose(1, 2)
     v = (x_v @ w_v).view(B, n, n_heads, d_k).transpose(1, 2)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(scale_by or d_k)
-    if mask is not None:
-        scores = torch.where(keep(mask), scores, torch.full_like(scores, -math.inf))
-    heads = torch.softmax(scores, dim=-1) @ v
+    scores = q @ k.transpose(-2, -1)
+    scores = scores / (divisor if divisor is not None else math.sqrt(scale_by or d_k))
+    if mask is not None and use_mask:
+        if add_mask:
+            scores = scores + mask.float().to(scores.dtype)
+        else:
+            scores = torch.where(keep(mask), scores, torch.full_like(scores, fill))
+    heads = torch.softmax(scores, dim=softmax_dim) @ v
     if transpose_back:
         heads = heads.transpose(1, 2)
     concat = heads.contiguous().view(B, m, d_model)
@@ -91,8 +99,41 @@ def mha_right(*args, mask=None):
     return mha_generic(*args, mask=mask)
 
 
+def mha_right_1e9_fill(*args, mask=None):
+    """A finite fill is fine while no query row is fully masked (none is here)."""
+    return mha_generic(*args, mask=mask, fill=-1e9)
+
+
 def mha_sqrt_d_model(*args, mask=None):
     return mha_generic(*args, mask=mask, scale_by=args[0].shape[-1])
+
+
+def mha_unscaled(*args, mask=None):
+    return mha_generic(*args, mask=mask, divisor=1.0)
+
+
+def mha_divided_by_d_k(*args, mask=None):
+    return mha_generic(*args, mask=mask, divisor=args[0].shape[-1] / args[7])
+
+
+def mha_softmax_over_queries(*args, mask=None):
+    return mha_generic(*args, mask=mask, softmax_dim=2)
+
+
+def mha_mask_ignored(*args, mask=None):
+    return mha_generic(*args, mask=mask, use_mask=False)
+
+
+def mha_mask_inverted_1e9(*args, mask=None):
+    return mha_generic(*args, mask=mask, keep=lambda m: ~m, fill=-1e9)
+
+
+def mha_mask_added(*args, mask=None):
+    return mha_generic(*args, mask=mask, add_mask=True)
+
+
+def mha_linear_habit(*args, mask=None):
+    return mha_generic(*args, mask=mask, linear_habit=True)
 
 
 def mha_no_w_o(*args, mask=None):
@@ -111,9 +152,24 @@ def mha_stub(*args, mask=None):
     raise NotImplementedError
 
 
-def test_multi_head_attention_right_passes():
-    verdict = lib.check_multi_head_attention(mha_right)
+@pytest.mark.parametrize("fn", [mha_right, mha_right_1e9_fill])
+def test_multi_head_attention_right_passes(fn):
+    verdict = lib.check_multi_head_attention(fn)
     assert verdict and verdict.mistake is None, verdict.message
+
+
+def test_multi_head_attention_cases_separate_dtypes_and_masks():
+    """float32 and float64; no mask, a causal (m, n) mask and a padding (B, 1, 1, n) mask."""
+    from lib.teach.checkers.heads import _mha_cases
+
+    cases = _mha_cases()
+    assert {c.args[0].dtype for c in cases} == {torch.float32, torch.float64}
+    masks = [c.kwargs["mask"] for c in cases]
+    assert any(m is None for m in masks)
+    assert any(m is not None and m.dim() == 2 for m in masks)
+    padded = [m for m in masks if m is not None and m.dim() == 4]
+    assert padded and all(m.dtype == torch.bool and not m.all() for m in padded)
+    assert any(c.args[0].shape[1] != c.args[1].shape[1] for c in cases)  # m != n
 
 
 def test_multi_head_attention_stub():
@@ -128,6 +184,13 @@ def test_multi_head_attention_stub():
         (mha_no_w_o, "W^O left out"),
         (mha_no_transpose_back, "heads concatenated without transposing back"),
         (mha_mask_inverted, "mask read the wrong way round"),
+        (mha_unscaled, "no 1/√d_k scaling"),
+        (mha_divided_by_d_k, "divided by d_k instead of √d_k"),
+        (mha_softmax_over_queries, "softmax over the wrong axis"),
+        (mha_mask_ignored, "mask not passed on"),
+        (mha_mask_inverted_1e9, "mask read the wrong way round (with a -1e9 fill)"),
+        (mha_mask_added, "the 0/1 mask added to the scores"),
+        (mha_linear_habit, "weights used as x @ W.T"),
     ],
 )
 def test_multi_head_attention_mistakes_named(fn, mistake):

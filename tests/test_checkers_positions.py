@@ -19,13 +19,15 @@ def stub(*args):
 # --- sinusoidal_table(length, d_model) ---------------------------------------------
 
 
-def table(length, d_model, *, base=10000.0, first=0, two_i=True, layout="interleaved"):
+def table(length, d_model, *, base=10000.0, first=0, two_i=True, layout="interleaved",
+          k=2, multiply=False):
     """The table written out entry by entry with math.sin/math.cos (float64 lists)."""
     rows = []
     for pos in range(first, first + length):
         row = [0.0] * d_model
         for i in range(d_model // 2):
-            angle = pos / base ** ((2 * i if two_i else i) / d_model)
+            freq = base ** ((k * i if two_i else i) / d_model)
+            angle = pos * freq if multiply else pos / freq
             s, c = math.sin(angle), math.cos(angle)
             if layout == "interleaved":
                 row[2 * i], row[2 * i + 1] = s, c
@@ -48,7 +50,7 @@ def sinusoidal_table(length, d_model):
 
 def test_table_solution_passes():
     assert lib.check_sinusoidal_table(sinusoidal_table)
-    assert lib.check_sinusoidal_table(table)  # float64, entry by entry
+    assert lib.check_sinusoidal_table(lambda L, d: table(L, d).float())  # entry by entry
 
 
 def test_table_stub_is_not_implemented():
@@ -64,6 +66,9 @@ def test_table_stub_is_not_implemented():
         (lambda L, d: table(L, d, two_i=False), "the exponent uses i where the formula has 2i"),
         (lambda L, d: table(L, d, base=1000.0), "base 1000 instead of 10000"),
         (lambda L, d: table(L, d, first=1), "positions counted from 1"),
+        (lambda L, d: table(L, d, k=4), "the exponent is 2·(2i)/d_model"),
+        (lambda L, d: table(L, d, multiply=True),
+         "the position multiplied by 10000^(2i/d_model) instead of divided"),
     ],
 )
 def test_table_mistakes_are_named(wrong, name):
@@ -100,15 +105,65 @@ def rope(x, *, first=0, omega=None, block="row", halves=False):
     return torch.stack(rows, dim=-2).to(x.dtype)
 
 
-def apply_rope(x):
+def apply_rope(x, angle_dtype=None):
     n, d_model = x.shape[-2:]
-    angle = torch.arange(n)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)
+    dt = angle_dtype or x.dtype
+    two_i = torch.arange(0, d_model, 2, dtype=dt)
+    angle = torch.arange(n, dtype=dt)[:, None] * 10000.0 ** (-two_i / d_model)
     sin, cos = torch.sin(angle), torch.cos(angle)  # (n, d_model/2)
     even, odd = x[..., 0::2], x[..., 1::2]
     out = torch.empty_like(x)
     out[..., 0::2] = even * cos + odd * sin
     out[..., 1::2] = odd * cos - even * sin
     return out
+
+
+def apply_rope_roformer(x):
+    """RoFormer's eq. 34 written out: [a cos - b sin, a sin + b cos] (column-vector R_p)."""
+    n, d_model = x.shape[-2:]
+    two_i = torch.arange(0, d_model, 2, dtype=x.dtype)
+    angle = torch.arange(n, dtype=x.dtype)[:, None] * 10000.0 ** (-two_i / d_model)
+    sin, cos = torch.sin(angle), torch.cos(angle)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def rotate_half_hf(x):
+    """Hugging Face's LLaMA: x * cos + rotate_half(x) * sin, the half-split layout."""
+    n, d_model = x.shape[-2:]
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    freqs = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq
+    emb = torch.cat([freqs, freqs], dim=-1)
+    x1, x2 = x[..., : d_model // 2], x[..., d_model // 2 :]
+    rotated = torch.cat([-x2, x1], dim=-1)
+    return (x.double() * emb.cos() + rotated.double() * emb.sin()).to(x.dtype)
+
+
+def test_rope_roformer_sign_is_accepted_and_named():
+    verdict = lib.check_apply_rope(apply_rope_roformer)
+    assert verdict and verdict.mistake is None
+    assert "RoFormer" in verdict.message and "transpose" in verdict.message
+
+
+def test_rope_angles_in_float32_on_float64_input_are_named():
+    verdict = lib.check_apply_rope(lambda x: apply_rope(x, angle_dtype=torch.float32))
+    assert not verdict and verdict.mistake == "angles computed in float32", verdict.message
+
+
+def test_rope_cases_have_both_float_dtypes():
+    from lib.teach.checkers.positions import _rope_cases
+
+    assert {c.args[0].dtype for c in _rope_cases()} == {torch.float32, torch.float64}
+
+
+def same_sign(x, s):
+    """[a cos + s b sin, s a sin + b cos]: both sine terms with the sign s."""
+    n, d_model = x.shape[-2:]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = torch.arange(n, dtype=torch.float64)[:, None] * 10000.0 ** (-two_i / d_model)
+    a, b = x[..., 0::2].double(), x[..., 1::2].double()
+    out = [a * angle.cos() + s * b * angle.sin(), s * a * angle.sin() + b * angle.cos()]
+    return torch.stack(out, dim=-1).flatten(-2).to(x.dtype)
 
 
 def test_rope_solution_passes_and_turns_position_zero_into_the_table():
@@ -133,7 +188,9 @@ def test_rope_stub_is_not_implemented():
 @pytest.mark.parametrize(
     "wrong, name",
     [
-        (lambda x: rope(x, block="column"), "the pairs rotate the wrong way"),
+        (rotate_half_hf, "the half-split layout of Hugging Face's rotate_half"),
+        (lambda x: same_sign(x, -1.0), "the two sine terms have the same sign (not a rotation)"),
+        (lambda x: same_sign(x, 1.0), "the two sine terms have the same sign (not a rotation)"),
         (lambda x: rope(x, omega=lambda i, d: 1.0), "the same angle p for every pair"),
         (lambda x: rope(x, first=1), "positions counted from 1"),
         (lambda x: rope(x, omega=lambda i, d: 10000.0 ** (-i / d)), "the exponent uses i where the formula has 2i"),

@@ -115,3 +115,13 @@ def test_displayed_as_itself_or_as_its_widget(x, monkeypatch):
     explorer = HeadsExplorer(x, TOKENS, seed=SEED)
     explorer._ipython_display_()
     assert shown == [explorer.widget]
+
+
+def test_bad_seed_names_the_argument(x):
+    """Before: seed=1.5 was silently truncated to 1 and seed='a' gave torch's message."""
+    with pytest.raises(TypeError, match="seed must be an int"):
+        head_weights(x, 2, 0, seed=1.5)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        head_weights(x, 2, 0, seed="a")
+    with pytest.raises(ValueError, match="seed must be non-negative"):
+        HeadsExplorer(x, TOKENS, seed=-1)

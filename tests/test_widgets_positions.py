@@ -124,3 +124,23 @@ def test_image_shown_at_half_its_pixel_width_and_display(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
     ex._ipython_display_()
     assert shown == [ex.widget]
+
+
+def test_bad_positions_and_dims_name_the_argument():
+    """Before: pos_a=5.5 and pos_a=True were accepted, dims=(0,) gave 'not enough values to
+    unpack'."""
+    with pytest.raises(TypeError, match="pos_a must be an int"):
+        PositionExplorer(d_model=16, pos_a=5.5, draw=False)
+    with pytest.raises(TypeError, match="pos_b must be an int"):
+        PositionExplorer(d_model=16, pos_b=True, draw=False)
+    with pytest.raises(ValueError, match="dims must be a pair"):
+        PositionExplorer(d_model=16, dims=(0,), draw=False)
+    with pytest.raises(TypeError, match="dims must hold two ints"):
+        PositionExplorer(d_model=16, dims=(0.0, 3), draw=False)
+
+
+def test_zero_vector_cosine_is_called_undefined_not_nan():
+    """Dimension 0 (a sine) is 0 at position 0: the cosine of a zero vector has no value."""
+    ex = PositionExplorer(d_model=16, pos_a=0, pos_b=3, dims=(0, 0), draw=False)
+    assert math.isnan(ex.cosine)
+    assert "undefined" in ex.readout.value and "nan" not in ex.readout.value

@@ -76,6 +76,8 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_float("x", x)
+        if x.dim() == 0:
+            raise ValueError(f"x must have a feature axis (..., d_model={self.d_model}), got a 0-d tensor")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x has last dimension {x.shape[-1]}, expected d_model={self.d_model}: x is {shape(x)}")
         require_matches_module("x", x, self)
@@ -123,8 +125,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         super().__init__()
         self.d_model = require_positive_int("d_model", d_model)
         self.max_len = require_positive_int("max_len", max_len)
-        self.layout = layout
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model, layout), persistent=False)
+        self.layout = layout  # validated by the table above
         self.dropout = nn.Dropout(require_probability("dropout", dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

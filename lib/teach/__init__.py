@@ -95,3 +95,7 @@ __all__ += [
 from lib.teach.results import RESULT_MIME, check_band, glue  # noqa: E402  (run values, bands)
 
 __all__ += ["RESULT_MIME", "check_band", "glue"]
+
+from lib.teach.extrapolation import PatternRun, repeating, train_pattern_model  # noqa: E402  (chapter 6)
+
+__all__ += ["PatternRun", "repeating", "train_pattern_model"]

@@ -34,6 +34,14 @@ def _as_sequence(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _require_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    return seed
+
+
 def head_weights(x: torch.Tensor, n_heads: int, head: int, seed: int = 0) -> torch.Tensor:
     """Self-attention weights (n, n) of head ``head`` over the sequence ``x``.
 
@@ -43,6 +51,7 @@ def head_weights(x: torch.Tensor, n_heads: int, head: int, seed: int = 0) -> tor
     """
     x = _as_sequence(x)
     require_positive_int("n_heads", n_heads)
+    _require_seed(seed)
     if isinstance(head, bool) or not isinstance(head, int):
         raise TypeError(f"head must be an int, got {type(head).__name__}")
     if not 0 <= head < n_heads:
@@ -90,6 +99,7 @@ class HeadsExplorer(DisplaysWidget):
 
     def __init__(self, x: torch.Tensor, tokens: list[str], seed: int = 0, n_heads: int = 2):
         self.x = _as_sequence(x)
+        _require_seed(seed)
         if len(tokens) != self.x.shape[1]:
             raise ValueError(f"got {len(tokens)} tokens for a sequence of length {self.x.shape[1]}")
         d_model = self.x.shape[-1]

@@ -52,8 +52,14 @@ class PositionExplorer(DisplaysWidget):
         if d_model % 2:
             raise ValueError(f"d_model must be even, got {d_model}")
         for name, p in (("pos_a", pos_a), ("pos_b", pos_b)):
+            if isinstance(p, bool) or not isinstance(p, int):
+                raise TypeError(f"{name} must be an int (a position), got {p!r} ({type(p).__name__})")
             if not 0 <= p < max_pos:
                 raise ValueError(f"{name}={p} is outside [0, max_pos={max_pos})")
+        if not isinstance(dims, (tuple, list)) or len(dims) != 2:
+            raise ValueError(f"dims must be a pair (first, last) of dimensions, got {dims!r}")
+        if any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
+            raise TypeError(f"dims must hold two ints (first, last), got {dims!r}")
         lo, hi = dims
         if not 0 <= lo <= hi < d_model:
             raise ValueError(f"dims={dims} must satisfy 0 <= first <= last < d_model={d_model}")
@@ -93,9 +99,12 @@ class PositionExplorer(DisplaysWidget):
             f"<br><i>curves: {self.curves_note} (at most {self.max_curves} curves); "
             f"the bars and both numbers use all {hi - lo + 1} dimensions</i>"
         )
+        cosine_text = (
+            f"{self.cosine:.4f}" if norms > 0 else "undefined (a zero vector has no direction)"
+        )
         self.readout.value = (
             f"PE[{a}, {lo}:{hi + 1}] · PE[{b}, {lo}:{hi + 1}] = <b>{self.dot:.4f}</b>, "
-            f"cosine similarity = <b>{self.cosine:.4f}</b>" + (note if self.curves_note else "")
+            f"cosine similarity = <b>{cosine_text}</b>" + (note if self.curves_note else "")
         )
         if self.draw:
             self._redraw(a, b, lo, hi)
@@ -125,7 +134,8 @@ class PositionExplorer(DisplaysWidget):
         right.bar(idx - 0.2, self.values_a, width=0.4, label=f"pos {a}")
         right.bar(idx + 0.2, self.values_b, width=0.4, label=f"pos {b}")
         right.set_xlabel("dimension")
-        right.set_title(f"cosine = {self.cosine:.3f}", fontsize=10)
+        cosine_text = f"{self.cosine:.3f}" if self.cosine == self.cosine else "undefined"
+        right.set_title(f"cosine = {cosine_text}", fontsize=10)
         right.legend(fontsize=7)
         fig.tight_layout()
         self.figure = fig
@@ -135,6 +145,6 @@ class PositionExplorer(DisplaysWidget):
             f"for dimension{'s' if c_hi > c_lo else ''} {c_lo}{f' to {c_hi}' if c_hi > c_lo else ''}, "
             f"each a sine or cosine wave, slower for higher dimensions, with positions {a} and {b} marked "
             f"by vertical lines; right: bars of the two positions' values on dimension{'s' if hi > lo else ''} "
-            f"{lo}{f' to {hi}' if hi > lo else ''}, whose cosine similarity is {self.cosine:.3f}."
+            f"{lo}{f' to {hi}' if hi > lo else ''}, whose cosine similarity is {cosine_text}."
         )
         show_png(self.image, fig, self.alt)

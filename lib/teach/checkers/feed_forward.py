@@ -7,6 +7,9 @@ wrong version per named mistake (tests/test_checkers_feed_forward.py).
 
 from __future__ import annotations
 
+import functools
+import numbers
+
 import torch
 
 from lib.model.layers import PositionwiseFeedForward
@@ -91,8 +94,27 @@ def _reference_parameter_count(d_model: int, d_ff: int) -> int:
     return sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
 
 
+def _integral_as_int(fn):
+    """`fn`, with an integer of another type (numpy's np.int64, say) returned as a Python int.
+
+    A count computed with numpy is a right answer; a float or a bool is not an int."""
+    if not callable(fn):
+        return fn  # check_function reports it
+
+    @functools.wraps(fn)
+    def as_int(*args, **kwargs):
+        value = fn(*args, **kwargs)
+        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+            return int(value)
+        return value
+
+    return as_int
+
+
 def check_ffn_parameter_count(ffn_parameter_count) -> Verdict:
-    """Chapter 5, exercise: `ffn_parameter_count(d_model, d_ff)`, an int: weights and biases."""
+    """Chapter 5, exercise: `ffn_parameter_count(d_model, d_ff)`, an int: weights and biases.
+
+    Any integer type is accepted (a numpy integer too); a float is not."""
     cases = [Case((d_model, d_ff), label=f"d_model={d_model}, d_ff={d_ff}") for d_model, d_ff in _SIZES]
     mistakes = [
         Mistake(
@@ -118,5 +140,6 @@ def check_ffn_parameter_count(ffn_parameter_count) -> Verdict:
         ),
     ]
     return check_function(
-        ffn_parameter_count, _reference_parameter_count, cases, mistakes, name="ffn_parameter_count"
+        _integral_as_int(ffn_parameter_count), _reference_parameter_count, cases, mistakes,
+        name="ffn_parameter_count",
     )

@@ -3,7 +3,10 @@
 - `check_split_heads`: ``split_heads(x, n_heads)`` cuts (B, n, d_model) into
   (B, h, n, d_k), head i taking features i·d_k ... (i+1)·d_k - 1;
 - `check_multi_head_attention`: the whole layer's forward pass with the four
-  projection matrices given, masks with True = may attend.
+  projection matrices given, masks with True = may attend. Its cases (float32
+  and float64; no mask, causal and padding masks; m = n and m != n) separate the
+  classic slips: no scaling, d_k for √d_k, the softmax over the queries, the mask
+  left out, inverted (with -inf or -1e9) or added, the weights transposed.
 
 The references are written here with plain torch operations; the chapter shows
 that `lib.MultiHeadAttention` computes the same function.
@@ -61,15 +64,30 @@ def check_split_heads(split_heads) -> Verdict:
 
 
 def _mha(x_q, x_k, x_v, w_q, w_k, w_v, w_o, n_heads, mask=None, *, scale=None, merge="right",
-         inverted_mask=False, use_w_o=True):
-    """The layer, with switches that reproduce the named mistakes."""
+         mask_mode="right", softmax_dim=-1, transposed=False, use_w_o=True):
+    """The layer, with switches that reproduce the named mistakes.
+
+    mask_mode: "right" (fill -inf where False), "inverted" (-inf where True),
+    "inverted_1e9" (-1e9 where True), "ignored", "added" (the 0/1 mask added to
+    the scores). transposed: every weight used as x @ W.T (nn.Linear's habit).
+    """
     B, m, d_model = x_q.shape
     d_k = d_model // n_heads
+    if transposed:
+        w_q, w_k, w_v, w_o = w_q.T, w_k.T, w_v.T, w_o.T
     q, k, v = _split(x_q @ w_q, n_heads), _split(x_k @ w_k, n_heads), _split(x_v @ w_v, n_heads)
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale)  # (B, h, m, n)
+    divisor = math.sqrt(d_k) if scale is None else scale
+    scores = q @ k.transpose(-2, -1) / divisor  # (B, h, m, n)
     if mask is not None:
-        scores = scores.masked_fill(mask if inverted_mask else ~mask, float("-inf"))
-    heads = torch.softmax(scores, dim=-1) @ v  # (B, h, m, d_k)
+        if mask_mode == "right":
+            scores = scores.masked_fill(~mask, float("-inf"))
+        elif mask_mode == "inverted":
+            scores = scores.masked_fill(mask, float("-inf"))
+        elif mask_mode == "inverted_1e9":
+            scores = scores.masked_fill(mask, -1e9)
+        elif mask_mode == "added":
+            scores = scores + mask.to(scores.dtype)
+    heads = torch.softmax(scores, dim=softmax_dim) @ v  # (B, h, m, d_k)
     if merge == "right":
         concat = heads.transpose(1, 2).reshape(B, m, d_model)
     else:  # no transpose back: positions and heads interleaved
@@ -80,22 +98,39 @@ def _mha(x_q, x_k, x_v, w_q, w_k, w_v, w_o, n_heads, mask=None, *, scale=None, m
 def _mha_cases() -> list[Case]:
     g = torch.Generator().manual_seed(6)
     cases = []
-    # (B, m, n, d_model, h, masked, dtype): self-attention with and without a causal mask,
-    # and cross-attention with m != n
-    for B, m, n, d_model, h, masked, dtype in (
-        (2, 4, 4, 8, 2, False, torch.float32),
-        (1, 5, 5, 12, 3, True, torch.float64),
-        (2, 3, 6, 8, 4, False, torch.float64),
-        (1, 4, 4, 6, 2, True, torch.float32),
+    # (B, m, n, d_model, h, mask, dtype): self-attention without a mask, with a causal
+    # mask and with a padding mask (the second sequence 2 tokens shorter), and
+    # cross-attention with m != n, padded or not; float32 and float64. d_k is never 1
+    # and √d_model never equals d_k, so the scaling slips differ on every case.
+    for B, m, n, d_model, h, masking, dtype in (
+        (2, 4, 4, 8, 2, None, torch.float32),
+        (1, 5, 5, 12, 3, "causal", torch.float64),
+        (2, 3, 6, 8, 4, None, torch.float64),
+        (1, 4, 4, 6, 2, "causal", torch.float32),
+        (2, 5, 5, 8, 2, "padding", torch.float32),
+        (2, 3, 6, 12, 2, "padding", torch.float64),
     ):
-        r = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
+        def r(*shape):
+            return torch.randn(*shape, generator=g, dtype=dtype)
+
         weights = [r(d_model, d_model) / math.sqrt(d_model) for _ in range(4)]
         x_q = r(B, m, d_model)
         x_kv = x_q if m == n else r(B, n, d_model)
-        mask = torch.ones(m, m, dtype=torch.bool).tril() if masked else None
-        label = f"B={B}, m={m}, n={n}, d_model={d_model}, n_heads={h}" + (", causal" if masked else "")
+        if masking == "causal":
+            mask = torch.ones(m, m, dtype=torch.bool).tril()  # (m, n)
+        elif masking == "padding":
+            lengths = torch.tensor([n, n - 2])  # the second sequence ends in 2 pad tokens
+            mask = (torch.arange(n) < lengths[:, None])[:, None, None, :]  # (B, 1, 1, n)
+        else:
+            mask = None
+        label = f"B={B}, m={m}, n={n}, d_model={d_model}, n_heads={h}, {dtype}".replace("torch.", "")
+        label += f", {masking} mask" if masking else ""
         cases.append(Case((x_q, x_kv, x_kv, *weights, h), {"mask": mask}, label=label))
     return cases
+
+
+def _slip(**switches):
+    return lambda *a, mask=None: _mha(*a, mask=mask, **switches)
 
 
 def check_multi_head_attention(multi_head_attention) -> Verdict:
@@ -103,31 +138,74 @@ def check_multi_head_attention(multi_head_attention) -> Verdict:
 
     ``multi_head_attention(x_q, x_k, x_v, w_q, w_k, w_v, w_o, n_heads, mask=None)``:
     x_q (B, m, d_model), x_k and x_v (B, n, d_model); the four weights
-    (d_model, d_model), used as x W (no biases); mask bool (m, n), True = may
-    attend. Returns (B, m, d_model).
+    (d_model, d_model), used as x W (no biases); mask None or bool, broadcastable
+    to (B, h, m, n) (a causal (m, n) mask, or a padding mask (B, 1, 1, n)), True =
+    may attend. Returns (B, m, d_model), in x_q's dtype.
     """
     mistakes = [
+        Mistake(
+            "no 1/√d_k scaling",
+            "Did you divide the scores q kᵀ by √d_k before the softmax? Without it the "
+            "softmax saturates as d_k grows.",
+            _slip(scale=1.0),
+        ),
+        Mistake(
+            "divided by d_k instead of √d_k",
+            "The scale is the square root of d_k: math.sqrt(d_k), not d_k.",
+            lambda *a, mask=None: _mha(*a, mask=mask, scale=float(a[0].shape[-1] // a[7])),
+        ),
         Mistake(
             "scaled by √d_model instead of √d_k",
             "Did you divide by math.sqrt(d_model)? Each head compares d_k-wide vectors: use √d_k.",
             lambda *a, mask=None: _mha(*a, mask=mask, scale=math.sqrt(a[0].shape[-1])),
         ),
         Mistake(
-            "W^O left out",
-            "Did you multiply the concatenated heads by w_o at the end?",
-            lambda *a, mask=None: _mha(*a, mask=mask, use_w_o=False),
+            "softmax over the wrong axis",
+            "Each query's weights must sum to 1 over the keys: the softmax goes along the "
+            "last axis (dim=-1), not over the queries (dim=-2).",
+            _slip(softmax_dim=-2),
         ),
         Mistake(
-            "heads concatenated without transposing back",
-            "Did you reshape (B, h, m, d_k) straight to (B, m, d_model)? That interleaves "
-            "positions and heads: transpose(1, 2) first, then reshape.",
-            lambda *a, mask=None: _mha(*a, mask=mask, merge="wrong"),
+            "mask not passed on",
+            "The result is what attention gives with no mask at all: did you apply `mask` "
+            "to the scores (masked_fill where it is False) before the softmax?",
+            _slip(mask_mode="ignored"),
         ),
         Mistake(
             "mask read the wrong way round",
             "Did you fill the scores with -inf where the mask is True? Here True = may attend: "
             "fill where it is False (~mask).",
-            lambda *a, mask=None: _mha(*a, mask=mask, inverted_mask=True),
+            _slip(mask_mode="inverted"),
+        ),
+        Mistake(
+            "mask read the wrong way round (with a -1e9 fill)",
+            "Did you fill the scores with -1e9 where the mask is True? Here True = may attend: "
+            "fill where it is False (~mask). A fully masked row then shows up as NaN with "
+            "-inf; -1e9 hides it behind uniform weights.",
+            _slip(mask_mode="inverted_1e9"),
+        ),
+        Mistake(
+            "the 0/1 mask added to the scores",
+            "A boolean mask is not an additive one: adding True = 1 shifts the scores a little "
+            "and hides nothing. Use scores.masked_fill(~mask, float('-inf')).",
+            _slip(mask_mode="added"),
+        ),
+        Mistake(
+            "weights used as x @ W.T",
+            "The weights here are used as x W (rows in, columns out), as in the paper; "
+            "x @ w.T is nn.Linear's convention, whose .weight stores Wᵀ.",
+            _slip(transposed=True),
+        ),
+        Mistake(
+            "W^O left out",
+            "Did you multiply the concatenated heads by w_o at the end?",
+            _slip(use_w_o=False),
+        ),
+        Mistake(
+            "heads concatenated without transposing back",
+            "Did you reshape (B, h, m, d_k) straight to (B, m, d_model)? That interleaves "
+            "positions and heads: transpose(1, 2) first, then reshape.",
+            _slip(merge="wrong"),
         ),
     ]
     return check_function(multi_head_attention, _mha, _mha_cases(), mistakes,

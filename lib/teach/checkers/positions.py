@@ -1,4 +1,4 @@
-"""Checkers for chapter 6's coding exercises (the sinusoidal positional encoding).
+"""Checkers for chapter 6's coding exercises (the sinusoidal table and rotary embeddings).
 
 Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
 the most likely mistake by name. Tests feed each checker the solution and one
@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from lib.model.layers import sinusoidal_positional_encoding
-from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, check_function
 
 __all__ = ["check_sinusoidal_table", "check_apply_rope"]
 
@@ -29,8 +29,8 @@ def _interleave(sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
 
 
 def check_sinusoidal_table(sinusoidal_table) -> Verdict:
-    """Chapter 6, exercise: `sinusoidal_table(length, d_model)`, the (length, d_model) table
-    PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
+    """Chapter 6, exercise: `sinusoidal_table(length, d_model)`, the (length, d_model) float32
+    table PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
     cases = [Case((length, d_model), label=f"length={length}, d_model={d_model}") for length, d_model in _TABLE_SIZES]
 
     def concatenated(length, d_model):
@@ -47,6 +47,15 @@ def check_sinusoidal_table(sinusoidal_table) -> Verdict:
 
     def base_1000(length, d_model):
         angle = _angles(torch.arange(length), d_model, base=1000.0)
+        return _interleave(torch.sin(angle), torch.cos(angle))
+
+    def doubled_two_i(length, d_model):
+        angle = _angles(torch.arange(length), d_model, exponent_scale=4.0)
+        return _interleave(torch.sin(angle), torch.cos(angle))
+
+    def multiplied(length, d_model):
+        i = torch.arange(d_model // 2, dtype=torch.float64)
+        angle = torch.arange(length, dtype=torch.float64)[:, None] * 10000.0 ** (2 * i / d_model)
         return _interleave(torch.sin(angle), torch.cos(angle))
 
     def one_based(length, d_model):
@@ -73,6 +82,18 @@ def check_sinusoidal_table(sinusoidal_table) -> Verdict:
             pair_index_exponent,
         ),
         Mistake(
+            "the exponent is 2·(2i)/d_model",
+            "torch.arange(0, d_model, 2) already gives the values 2i: multiplying it by 2 again "
+            "makes the exponent 4i/d_model.",
+            doubled_two_i,
+        ),
+        Mistake(
+            "the position multiplied by 10000^(2i/d_model) instead of divided",
+            "The angle is pos / 10000^(2i/d_model): the frequencies fall from 1 to about 1/10000. "
+            "Did you multiply, or drop the minus sign of 10000^(-2i/d_model)?",
+            multiplied,
+        ),
+        Mistake(
             "base 1000 instead of 10000",
             "The wavelengths run from 2π to about 10000·2π: is your base 10000?",
             base_1000,
@@ -89,12 +110,16 @@ def check_sinusoidal_table(sinusoidal_table) -> Verdict:
 
 
 def _rotate_pairs(x: torch.Tensor, *, first: int = 0, sign: float = 1.0, same_angle: bool = False,
-                  exponent_scale: float = 2.0, halves: bool = False) -> torch.Tensor:
+                  exponent_scale: float = 2.0, halves: bool = False,
+                  sin_signs: tuple[float, float] = (1.0, -1.0)) -> torch.Tensor:
     """Rotate pair i of the row at position p (axis -2) by sign · p · ω_i, in float64.
 
     Row-vector form, as in the chapter: [a, b] @ [[cos t, -sin t], [sin t, cos t]]
-    = [a cos t + b sin t, -a sin t + b cos t]. With ``halves`` the pairs are
-    (i, i + d_model/2) instead of (2i, 2i + 1).
+    = [a cos t + b sin t, -a sin t + b cos t]. ``sign=-1`` is RoFormer's (and
+    LLaMA's) convention, [a cos t - b sin t, a sin t + b cos t]: the column-vector
+    rotation R_p, the transpose of the chapter's M_p. With ``halves`` the pairs are
+    (i, i + d_model/2) instead of (2i, 2i + 1). ``sin_signs`` other than (1, -1)
+    give the slips whose two sine terms have the same sign (not a rotation).
     """
     n, d_model = x.shape[-2], x.shape[-1]
     positions = torch.arange(first, first + n, dtype=torch.float64)
@@ -103,27 +128,53 @@ def _rotate_pairs(x: torch.Tensor, *, first: int = 0, sign: float = 1.0, same_an
     t = sign * positions[:, None] * omega  # (n, d_model/2)
     x64 = x.double()
     a, b = (x64[..., : d_model // 2], x64[..., d_model // 2 :]) if halves else (x64[..., 0::2], x64[..., 1::2])
-    ra, rb = a * torch.cos(t) + b * torch.sin(t), -a * torch.sin(t) + b * torch.cos(t)
+    s_a, s_b = sin_signs
+    ra, rb = a * torch.cos(t) + s_a * b * torch.sin(t), s_b * a * torch.sin(t) + b * torch.cos(t)
     out = torch.cat([ra, rb], dim=-1) if halves else torch.stack([ra, rb], dim=-1).flatten(-2)
     return out.to(x.dtype)
 
 
+def _roformer(x: torch.Tensor) -> torch.Tensor:
+    """RoFormer's published rotation (eq. 34), the mirror image of the chapter's."""
+    return _rotate_pairs(x, sign=-1.0)
+
+
 def _rope_cases() -> list[Case]:
     g = torch.Generator().manual_seed(0)
-    shapes = ((6, 4), (2, 10, 8), (2, 3, 12, 16), (1, 20, 6))  # (..., n, d_model); heads in the third
-    return [Case((torch.randn(shape, generator=g),), label=f"x {shape}") for shape in shapes]
+    # (..., n, d_model), heads in the third; float32 and float64 (the result keeps x's dtype)
+    shapes = (((6, 4), torch.float32), ((2, 10, 8), torch.float64),
+              ((2, 3, 12, 16), torch.float32), ((1, 20, 6), torch.float64))
+    return [Case((torch.randn(shape, generator=g, dtype=dtype),),
+                 label=f"x {shape}, {str(dtype).replace('torch.', '')}") for shape, dtype in shapes]
+
+
+_SAME_SIGN_HINT = (
+    "Both sine terms carry the same sign, so the 2 × 2 block is not a rotation and lengths "
+    "change. A rotation has one + and one -: [a cos θ + b sin θ, -a sin θ + b cos θ] "
+    "(this chapter), or the mirror image [a cos θ - b sin θ, a sin θ + b cos θ] (RoFormer)."
+)
 
 
 def check_apply_rope(apply_rope) -> Verdict:
     """Chapter 6, exercise: `apply_rope(x)`, rotary position embedding of x (..., n, d_model):
     the row at position p (0-based, axis -2) is multiplied by M_p, so that pair i
-    (dimensions 2i, 2i+1) turns by p · ω_i with ω_i = 10000^(-2i/d_model)."""
+    (dimensions 2i, 2i+1) turns by p · ω_i with ω_i = 10000^(-2i/d_model).
+
+    RoFormer's own formula turns the pairs the other way (its R_p is the transpose
+    of M_p, because it multiplies column vectors). Scores then still depend on the
+    offset only, so that convention is accepted, with a note saying which it is.
+    The result must keep x's dtype (the cases are float32 and float64).
+    """
     mistakes = [
         Mistake(
-            "the pairs rotate the wrong way",
-            "Row p must become x[p] @ M_p, with blocks [[cos, -sin], [sin, cos]] in row-vector form "
-            "(the constant row [0, 1, 0, 1, ...] then turns into PE[p]). Is a sign flipped?",
-            lambda x: _rotate_pairs(x, sign=-1.0),
+            "the two sine terms have the same sign (not a rotation)",
+            _SAME_SIGN_HINT,
+            lambda x: _rotate_pairs(x, sin_signs=(-1.0, -1.0)),
+        ),
+        Mistake(
+            "the two sine terms have the same sign (not a rotation)",
+            _SAME_SIGN_HINT,
+            lambda x: _rotate_pairs(x, sin_signs=(1.0, 1.0)),
         ),
         Mistake(
             "the same angle p for every pair",
@@ -146,5 +197,51 @@ def check_apply_rope(apply_rope) -> Verdict:
             "neighbouring dimensions 2i and 2i + 1, like the sinusoidal table.",
             lambda x: _rotate_pairs(x, halves=True),
         ),
+        Mistake(
+            "the half-split layout of Hugging Face's rotate_half",
+            "x * cos + rotate_half(x) * sin (GPT-NeoX, Hugging Face's LLaMA) pairs dimension i "
+            "with i + d_model/2, with RoFormer's sign. It is a valid convention for weights laid "
+            "out for it, but a different function of x: this exercise pairs neighbouring "
+            "dimensions 2i and 2i + 1 (either sign is accepted).",
+            lambda x: _rotate_pairs(x, halves=True, sign=-1.0),
+        ),
     ]
-    return check_function(apply_rope, _rotate_pairs, _rope_cases(), mistakes, name="apply_rope")
+    cases = _rope_cases()
+    verdict = check_function(apply_rope, _rotate_pairs, cases, mistakes, name="apply_rope")
+    if verdict or verdict.mistake is not None or NOT_IMPLEMENTED in verdict.message:
+        return verdict
+    if check_function(apply_rope, _roformer, cases, name="apply_rope"):
+        return Verdict(
+            True,
+            f"✓ apply_rope matches RoFormer's convention on all {len(cases)} test cases: "
+            "[a cos θ - b sin θ, a sin θ + b cos θ], each pair turned by -θ in this "
+            "chapter's row-vector form. RoFormer's R_p is the transpose of the chapter's M_p "
+            "(it multiplies column vectors); scores depend only on the offset either way. "
+            "The chapter's cells use M_p: a row [0, 1, 0, 1, ...] turns into PE[p] with "
+            "M_p, and into PE[-p] with yours.",
+        )
+    if _right_to_float32_only(apply_rope, cases):
+        return Verdict(
+            False,
+            "✗ apply_rope is right to float32 precision only: on the float64 cases it differs "
+            "from the reference by more than float64 rounding. Compute the angles in x's dtype "
+            "(torch.arange(n, dtype=x.dtype), or float64), not in torch's default float32.",
+            mistake="angles computed in float32",
+        )
+    return verdict
+
+
+def _right_to_float32_only(fn, cases: list[Case]) -> bool:
+    """True when `fn` agrees with the reference to 1e-5 on every case (so it fails only
+    float64's tighter tolerance): the angles were computed in float32."""
+    for case in cases:
+        try:
+            got = fn(*[a.clone() for a in case.args])
+        except Exception:  # noqa: BLE001  (the verdict already reports it)
+            return False
+        want = _rotate_pairs(*case.args)
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
+            return False
+        if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+            return False
+    return True
