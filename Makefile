@@ -121,7 +121,8 @@ $(LAB_STAMP): $(STAMP)
 
 lab-install: $(LAB_STAMP)
 
-lab: $(LAB_STAMP)
+# `data` too: the chapters from tokenization on read the real text.
+lab: $(LAB_STAMP) data
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book $(LAB_ARGS)
 
 execute: $(STAMP) data
@@ -130,6 +131,17 @@ execute: $(STAMP) data
 		$(BIN)/jupyter-execute --inplace --timeout=900 --kernel_name=python3 "$$nb" || exit 1; \
 	done
 	$(BIN)/python tools/expected_results.py --write
+
+# The intro page's table of chapters (book/_chapters_table.md): each chapter's run time on
+# 2 CPU cores, from the cell timings `make execute` stores, and its prerequisites.
+chapter-table:
+	$(BIN)/python tools/chapter_table.py
+
+# The built site measured in headless Chromium: code blocks that scroll sideways at
+# 1280 and 1366 px (listed by page and cell), the bytes one chapter page with widgets
+# transfers and the size of _build/html (the figures in the README).
+site-report: book
+	$(BIN)/python tools/site_report.py
 
 clean:
 	rm -rf _build .pytest_cache
@@ -151,4 +163,4 @@ MATRIX_PYTHONS ?= 3.10 3.11 3.12 3.13
 test-matrix:
 	$(PYTHON) tools/test_matrix.py $(MATRIX_PYTHONS)
 
-.PHONY: doctor test-matrix
+.PHONY: doctor test-matrix chapter-table site-report
