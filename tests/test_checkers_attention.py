@@ -38,6 +38,21 @@ SOFTMAX_WRONG = {
 }
 
 
+def test_softmax_checker_names_a_call_to_torch_softmax():
+    for fn in (lambda s: torch.softmax(s, dim=-1), lambda s: s.softmax(-1),
+               lambda s: torch.nn.functional.softmax(s, dim=-1), lambda s: torch.nn.Softmax(-1)(s),
+               lambda s: torch.log_softmax(s, -1).exp()):
+        verdict = lib.check_softmax(fn)
+        assert not verdict and verdict.mistake == "torch.softmax called", verdict.message
+    assert torch.softmax(torch.zeros(2), dim=0).tolist() == [0.5, 0.5]  # restored afterwards
+
+
+def test_softmax_checker_names_underflow_on_all_negative_rows():
+    # exp without the row maximum: right on every case but the all-negative one (0/0 there)
+    verdict = lib.check_softmax(SOFTMAX_WRONG["overflow: the row maximum is not subtracted"])
+    assert verdict.mistake == "overflow: the row maximum is not subtracted"
+
+
 def test_softmax_checker_passes_a_solution_and_reports_a_stub():
     assert lib.check_softmax(softmax_ok)
     verdict = lib.check_softmax(stub)
@@ -57,18 +72,25 @@ def test_softmax_checker_names_each_mistake(mistake):
 def attention_ok(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(mask.logical_not(), -1e9)  # -1e9 or -inf: the same here
-    return torch.softmax(scores, dim=-1) @ v
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:  # a query that may see no key: zero weights, as lib gives
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
+    return weights @ v
 
 
-def attention_variant(scale, axis=-1, invert=False, after=False):
+def attention_variant(scale, axis=-1, invert=False, after=False, guard=True, fill=float("-inf"),
+                      value_width=False):
     def attention(q, k, v, mask=None):
-        scores = torch.matmul(q, k.transpose(-1, -2)) * scale(q.shape[-1])
+        width = v.shape[-1] if value_width else q.shape[-1]
+        scores = torch.matmul(q, k.transpose(-1, -2)) * scale(width)
         if mask is not None and not after:
-            scores = torch.where(mask if invert else ~mask, torch.tensor(float("-inf")), scores)
+            scores = torch.where(mask if invert else ~mask, torch.tensor(fill), scores)
         weights = torch.softmax(scores, dim=axis)
         if mask is not None and after:
             weights = weights * mask
+        if mask is not None and guard:
+            weights = torch.where(torch.isnan(weights), 0.0, weights)
         return torch.matmul(weights, v)
 
     return attention
@@ -77,10 +99,24 @@ def attention_variant(scale, axis=-1, invert=False, after=False):
 ATTENTION_WRONG = {
     "no √d_k scaling": attention_variant(lambda d: 1.0),
     "divided by d_k instead of √d_k": attention_variant(lambda d: 1.0 / d),
+    "divided by √d_v instead of √d_k": attention_variant(lambda d: d**-0.5, value_width=True),
     "softmax over the wrong axis": attention_variant(lambda d: d**-0.5, axis=-2),
     "mask ignored": lambda q, k, v, mask=None: torch.softmax(q @ k.mT / k.shape[-1] ** 0.5, -1) @ v,
     "mask convention inverted": attention_variant(lambda d: d**-0.5, invert=True),
     "mask applied after the softmax": attention_variant(lambda d: d**-0.5, after=True),
+    "NaN for a query that may see no key": attention_variant(lambda d: d**-0.5, guard=False),
+    "masked scores filled with -1e9 instead of -inf": attention_variant(
+        lambda d: d**-0.5, guard=False, fill=-1e9),
+    "mask multiplied into the scores": lambda q, k, v, mask=None: torch.softmax(
+        q @ k.mT / k.shape[-1] ** 0.5 * (1 if mask is None else mask), -1) @ v,
+}
+# the same slips by a learner who also left the empty row unguarded (NaN there)
+UNGUARDED = {
+    "no √d_k scaling": attention_variant(lambda d: 1.0, guard=False),
+    "divided by √d_v instead of √d_k": attention_variant(lambda d: d**-0.5, value_width=True,
+                                                         guard=False),
+    "softmax over the wrong axis": attention_variant(lambda d: d**-0.5, axis=-2, guard=False),
+    "mask convention inverted": attention_variant(lambda d: d**-0.5, invert=True, guard=False),
 }
 
 
@@ -95,6 +131,20 @@ def test_attention_checker_passes_a_solution_and_reports_a_stub():
 def test_attention_checker_names_each_mistake(mistake):
     verdict = lib.check_scaled_attention(ATTENTION_WRONG[mistake])
     assert not verdict and verdict.mistake == mistake
+
+
+@pytest.mark.parametrize("mistake", list(UNGUARDED))
+def test_attention_checker_names_a_slip_with_an_unguarded_empty_row(mistake):
+    verdict = lib.check_scaled_attention(UNGUARDED[mistake])
+    assert not verdict and verdict.mistake == mistake
+
+
+def test_attention_checker_reports_nan_as_nan():
+    def nan_everywhere(q, k, v, mask=None):
+        return attention_ok(q, k, v, mask) * float("nan")
+
+    verdict = lib.check_scaled_attention(nan_everywhere)
+    assert not verdict and "NaN in" in verdict.message and "e+38" not in verdict.message
 
 
 def test_attention_checker_reports_an_unknown_bug_with_its_place():
@@ -115,7 +165,21 @@ CAUSAL_WRONG = {
     "diagonal excluded": lambda n: torch.arange(n)[None, :] < torch.arange(n)[:, None],
     "True marks the blocked keys (nn.MultiheadAttention's convention)": lambda n: torch.arange(n)[None, :]
     > torch.arange(n)[:, None],
+    # nanoGPT's idiom: right values, but lib refuses the mask (TypeError)
+    "0/1 float mask instead of bool": lambda n: torch.tril(torch.ones(n, n)),
+    "0/1 integer mask instead of bool": lambda n: (torch.arange(n)[None, :] <= torch.arange(n)[:, None]).long(),
 }
+
+
+def test_a_float_mask_fails_and_says_which_dtype():
+    # no Mistake to match: the generic message names the dtype to return
+    verdict = lib.check_causal_mask(lambda n: torch.tril(torch.ones(n, n, dtype=torch.float64)))
+    assert not verdict
+    verdict = lib.check_causal_mask(lambda n: torch.tril(torch.ones(n, n, dtype=torch.int32)))
+    assert not verdict and "int32" in verdict.message and "bool" in verdict.message
+    with pytest.raises(TypeError, match="bool"):  # why: lib refuses it
+        q = torch.randn(3, 4)
+        lib.scaled_dot_product_attention(q, q, q, torch.tril(torch.ones(3, 3)))
 
 
 def test_causal_checker_passes_a_solution_and_reports_a_stub():
@@ -140,6 +204,8 @@ PADDING_WRONG = {
     "shape (B, 1, n, 1): the padding masks queries, not keys": lambda t, p: t.ne(p)
     .unsqueeze(1)
     .unsqueeze(-1),
+    "0/1 integer mask instead of bool": lambda t, p: (t != p).long()[:, None, None, :],
+    "0/1 float mask instead of bool": lambda t, p: torch.where(t == p, 0.0, 1.0).view(t.shape[0], 1, 1, -1),
 }
 
 

@@ -38,7 +38,22 @@ ADDITIVE_WRONG = {
     "softmax applied: weights returned instead of scores": lambda s, h, w_s, w_h, v: torch.softmax(
         additive_ok(s, h, w_s, w_h, v), -1
     ),
+    # right without a batch, a broadcasting RuntimeError with one: named, not a raw torch error
+    "no positions axis on W_s s": lambda s, h, w_s, w_h, v: torch.einsum(
+        "...a,a->...", torch.tanh(torch.einsum("as,...s->...a", w_s, s) + h @ w_h.T), v
+    ),
 }
+
+
+def test_a_mistake_that_raises_is_named_only_where_it_raises_the_same_way():
+    # raises a different exception type on the batched cases: not the positions-axis mistake
+    def raises_value_error(s, h, w_s, w_h, v):
+        if s.dim() > 1:
+            raise ValueError("my own check")
+        return additive_ok(s, h, w_s, w_h, v)
+
+    verdict = lib.check_additive_score(raises_value_error)
+    assert not verdict and verdict.mistake is None and "raised ValueError: my own check" in verdict.message
 
 
 def test_additive_checker_passes_a_solution_and_reports_a_stub():

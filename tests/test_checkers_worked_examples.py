@@ -44,6 +44,18 @@ def steps_scaled_scores(q, k, v):
     return scores, weights, weights @ v
 
 
+def steps_by_d_v(q, k, v):
+    weights = torch.softmax(q @ k.T / v.shape[1] ** 0.5, dim=-1)
+    return q @ k.T, weights, weights @ v
+
+
+def steps_exp_unshifted(q, k, v):
+    # exp / sum without the row maximum: 0/0 on the all-negative case
+    e = torch.exp(q @ k.T / math.sqrt(k.shape[1]))
+    weights = e / e.sum(dim=1, keepdim=True)
+    return q @ k.T, weights, weights @ v
+
+
 def steps_stub(q, k, v):
     raise NotImplementedError
 
@@ -65,6 +77,8 @@ def test_attention_by_steps_stub():
         (steps_by_d_k, "divided by d_k instead of √d_k"),
         (steps_wrong_axis, "softmax over the wrong axis"),
         (steps_scaled_scores, "the scaled scores returned as `scores`"),
+        (steps_by_d_v, "divided by √d_v instead of √d_k"),
+        (steps_exp_unshifted, "exp without the row maximum subtracted (0/0 on large negative scores)"),
     ],
 )
 def test_attention_by_steps_mistakes_named(fn, mistake):
@@ -112,6 +126,12 @@ def two_heads_unscaled(x_q, x_k, x_v, w_q, w_k, w_v, w_o):
     return torch.cat([head_1, head_2], dim=1) @ w_o
 
 
+def two_heads_by_d_k(x_q, x_k, x_v, w_q, w_k, w_v, w_o):
+    d_k = w_k[0].shape[1]
+    heads = [attend(x_q @ w_q[i], x_k @ w_k[i], x_v @ w_v[i], d_k) for i in range(2)]
+    return torch.cat(heads, dim=1) @ w_o
+
+
 def two_heads_stub(x_q, x_k, x_v, w_q, w_k, w_v, w_o):
     raise NotImplementedError
 
@@ -133,6 +153,7 @@ def test_two_head_attention_stub():
         (two_heads_sqrt_d_model, "scaled by √d_model instead of √d_k"),
         (two_heads_swapped, "heads concatenated in the wrong order"),
         (two_heads_unscaled, "no scaling"),
+        (two_heads_by_d_k, "divided by d_k instead of √d_k"),
     ],
 )
 def test_two_head_attention_mistakes_named(fn, mistake):

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from lib import check_attention, check_attention_weights, compare_table, text_table
+from lib import check_answer, check_attention, check_attention_weights, compare_table, text_table
 
 # q k^T / sqrt(4) = [1, 0]: weights e/(e+1) and 1/(e+1); v = identity, so the output is the weights.
 Q = [[2.0, 0.0, 0.0, 0.0]]
@@ -124,3 +124,51 @@ def test_attention_steps_by_the_formula():
     assert steps.output[2].tolist() == pytest.approx([w[1] + 2 * w[1], 2 * w[0] + w[1]], abs=1e-12)
     with pytest.raises(ValueError):
         attention_steps([[1, 0]], [[1, 0, 0]], [[1]])
+
+
+# --- NaN and the named slips (review of 2026-11-24) --------------------------------------
+
+# A hand example with d_k = 2: scores [[4, 0, 4], [5, 2, 6], [3, 2, 4]] (chapter 3's Example 1).
+Q1 = [[2.0, 0.0], [2.0, 1.0], [1.0, 1.0]]
+K1 = [[2.0, 1.0], [0.0, 2.0], [2.0, 2.0]]
+V1 = [[0.0, 2.0], [1.0, 1.0], [2.0, 0.0]]
+S1 = torch.tensor([[4.0, 0.0, 4.0], [5.0, 2.0, 6.0], [3.0, 2.0, 4.0]], dtype=torch.float64)  # by hand
+
+
+def test_nan_answer_is_never_right():
+    nan = float("nan")
+    result = check_attention(Q1, K1, V1, [[nan, nan]] * 3)
+    assert not result and len(result.wrong_entries) == 6 and "NaN" in result.message
+    assert not check_attention_weights(Q1, K1, [[nan] * 3] * 3)
+    assert not check_answer([[1.0, nan]], [[1.0, 2.0]])
+
+
+@pytest.mark.parametrize(
+    "weights, slip",
+    [
+        (torch.softmax(S1, dim=1), "no √d_k scaling"),
+        (torch.softmax(S1 / 2, dim=1), "divided by d_k instead of √d_k"),
+        (torch.softmax(S1 / math.sqrt(2), dim=0), "softmax down each column instead of along each row"),
+    ],
+)
+def test_weight_slips_are_named(weights, slip):
+    result = check_attention_weights(Q1, K1, weights.round(decimals=2))
+    assert not result and result.slip == slip and slip in result.message
+    out = check_attention(Q1, K1, V1, (weights @ torch.tensor(V1, dtype=torch.float64)).round(decimals=2))
+    assert not out and out.slip == slip
+
+
+def test_rounding_early_is_named():
+    # row 2: exact weights 0.2840, 0.1397, 0.5763 -> [1.2923, 0.7077]; rounded first: [1.30, 0.70]
+    result = check_attention(Q1[2:], K1, V1, [[1.30, 0.70]], atol=0.005)
+    assert not result and result.slip == "weights rounded to two decimals before the last step"
+    assert check_attention(Q1[2:], K1, V1, [[1.29, 0.71]], atol=0.005)
+
+
+def test_check_answer():
+    assert check_answer([2.379, 4.244], [[2.3790, 4.2438]])
+    result = check_answer([[2.38, 4.30]], [[2.3790, 4.2438]])
+    assert not result and result.wrong_entries == ((0, 1),) and "4.2438" not in result.message
+    assert "4.2438" in check_answer([[2.38, 4.30]], [[2.3790, 4.2438]], reveal=True).message
+    with pytest.raises(ValueError, match="shape"):
+        check_answer([1.0, 2.0, 3.0], [[1.0, 2.0]])

@@ -131,3 +131,58 @@ def test_bad_input(tensors, call, match):
 def test_integer_tensors_are_refused(tensors):
     with pytest.raises(TypeError, match="floating-point"):
         multiplicative_score(torch.tensor([1, 2]), torch.tensor([[1, 2]]))
+
+
+def _step_inputs():
+    g = torch.Generator().manual_seed(5)
+    return torch.randn(2, 2, generator=g), torch.randn(2, 4, generator=g), torch.randn(2, 5, 4, generator=g)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        # a cell of the wrong input width: torch would say "input has inconsistent input_size"
+        (lambda y, s, h: bahdanau_step(nn.GRUCell(2, 4), y, s, h, multiplicative_score),
+         ValueError, r"bahdanau_step: the cell reads inputs of width 2, but d_y \+ d_h = 2 \+ 4 is 6"),
+        (lambda y, s, h: luong_step(nn.GRUCell(6, 4), y, s, h, multiplicative_score, torch.randn(3, 8)),
+         ValueError, r"luong_step: the cell reads inputs of width 6, but d_y is 2"),
+        # a w_c of the wrong width: torch would say "mat1 and mat2 shapes cannot be multiplied"
+        (lambda y, s, h: luong_step(nn.GRUCell(2, 4), y, s, h, multiplicative_score, torch.randn(3, 7)),
+         ValueError, r"w_c must be \(d_out, d_h \+ d_s\) = \(d_out, 4 \+ 4\), got \(3, 7\)"),
+        (lambda y, s, h: bahdanau_step(nn.GRUCell(6, 5), y, torch.randn(2, 5), h, multiplicative_score),
+         ValueError, r"s_prev must be|d_s"),
+        (lambda y, s, h: bahdanau_step(nn.GRUCell(6, 4), y, s[:1], h, multiplicative_score),
+         ValueError, r"share the batch size"),
+        (lambda y, s, h: luong_step(nn.GRUCell(2, 4), y, s, h[0], multiplicative_score, torch.randn(3, 8)),
+         ValueError, r"h \(B, n, d_h\)"),
+        (lambda y, s, h: bahdanau_step(nn.Linear(6, 4), y, s, h, multiplicative_score),
+         TypeError, r"cell must be"),
+        (lambda y, s, h: bahdanau_step(nn.GRUCell(6, 4), y, s, h, "dot"),
+         TypeError, r"score must be a function"),
+        (lambda y, s, h: luong_step(nn.GRUCell(2, 4), y.long(), s, h, multiplicative_score, torch.randn(3, 8)),
+         TypeError, r"y_prev must be a floating-point tensor"),
+    ],
+)
+def test_step_functions_refuse_bad_input(call, error, match):
+    y, s, h = _step_inputs()
+    with pytest.raises(error, match=match):
+        call(y, s, h)
+
+
+def test_step_functions_accept_good_input():
+    y, s, h = _step_inputs()
+    assert bahdanau_step(nn.GRUCell(6, 4), y, s, h, multiplicative_score)[0].shape == (2, 4)
+    assert luong_step(nn.GRUCell(2, 4), y, s, h, multiplicative_score, torch.randn(3, 8))[1].shape == (2, 3)
+
+
+def test_linear_readout_r2_refuses_too_few_training_rows():
+    # 10 rows for 32 features: least squares fits them exactly and the held-out R² means nothing
+    with pytest.raises(ValueError, match=r"32 features and a bias from 10 training rows"):
+        linear_readout_r2(torch.randn(10, 32), torch.randn(10, 2), torch.randn(50, 32), torch.randn(50, 2))
+
+
+def test_linear_readout_r2_of_a_constant_target_is_nan():
+    feats = torch.randn(100, 3, generator=torch.Generator().manual_seed(1))
+    targets = torch.cat([feats[:, :1], torch.ones(100, 1)], dim=1)  # column 1 has no variance
+    r2 = linear_readout_r2(feats[:60], targets[:60], feats[60:], targets[60:])
+    assert r2[0] == pytest.approx(1.0, abs=1e-9) and torch.isnan(r2[1])

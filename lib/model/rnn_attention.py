@@ -149,6 +149,45 @@ def run_encoder(cell: nn.RNNCellBase, x: torch.Tensor, h0: torch.Tensor | None =
     return torch.stack(states, dim=1)  # (B, n, d_h)
 
 
+def _check_step(
+    name: str, cell: object, y_prev: object, s_prev: object, h: object, score: object, *, cell_input: bool
+) -> None:
+    """The inputs of one decoder step (chapter 1), checked before the RNN cell or the score runs.
+
+    cell_input: True when the cell reads [y_{i-1}; c_i] (Bahdanau), False when it reads y_{t-1} (Luong).
+    """
+    if not isinstance(cell, nn.RNNCellBase):
+        raise TypeError(f"{name}: cell must be an nn.RNNCell, nn.GRUCell or nn.LSTMCell-like "
+                        f"nn.RNNCellBase, got {type(cell).__name__}")
+    if isinstance(cell, nn.LSTMCell):
+        raise TypeError(f"{name}: cell must return one state (nn.RNNCell or nn.GRUCell); "
+                        "nn.LSTMCell returns (h, c)")
+    if not callable(score):
+        raise TypeError(f"{name}: score must be a function score(s, h), got {type(score).__name__}")
+    for arg, t in (("y_prev", y_prev), ("s_prev", s_prev), ("h", h)):
+        require_float(arg, t)
+    if y_prev.dim() != 2 or s_prev.dim() != 2 or h.dim() != 3:
+        raise ValueError(
+            f"{name}: y_prev must be (B, d_y), s_prev (B, d_s) and h (B, n, d_h); got y_prev "
+            f"{shape(y_prev)}, s_prev {shape(s_prev)}, h {shape(h)}"
+        )
+    if not y_prev.shape[0] == s_prev.shape[0] == h.shape[0]:
+        raise ValueError(
+            f"{name}: y_prev, s_prev and h must share the batch size B; got y_prev "
+            f"{shape(y_prev)}, s_prev {shape(s_prev)}, h {shape(h)}"
+        )
+    if s_prev.shape[1] != cell.hidden_size:
+        raise ValueError(f"{name}: s_prev must be (B, d_s = cell.hidden_size = {cell.hidden_size}), "
+                         f"got {shape(s_prev)}")
+    d_in = y_prev.shape[1] + (h.shape[2] if cell_input else 0)
+    if cell.input_size != d_in:
+        what = "d_y + d_h = " + f"{y_prev.shape[1]} + {h.shape[2]}" if cell_input else "d_y"
+        raise ValueError(
+            f"{name}: the cell reads inputs of width {cell.input_size}, but {what} is {d_in} "
+            f"(y_prev {shape(y_prev)}, h {shape(h)})"
+        )
+
+
 def bahdanau_step(
     cell: nn.RNNCellBase, y_prev: torch.Tensor, s_prev: torch.Tensor, h: torch.Tensor, score: ScoreFn
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -159,6 +198,7 @@ def bahdanau_step(
     3. The RNN step reads [y_{i-1}; c_i] and gives the new state s_i.
     `cell` must take inputs of width d_y + d_h. Returns ``(s_i, c_i, weights)``.
     """
+    _check_step("bahdanau_step", cell, y_prev, s_prev, h, score, cell_input=True)
     context, weights = attend(score(s_prev, h), h)  # (B, d_h), (B, n)
     s = cell(torch.cat([y_prev, context], dim=-1), s_prev)  # (B, d_s)
     return s, context, weights
@@ -179,6 +219,14 @@ def luong_step(
     3. The attentional state h̃_t = tanh(W_c [c_t; s_t]) feeds the output softmax.
     w_c: (d_out, d_h + d_s). Returns ``(s_t, h̃_t, weights)``.
     """
+    _check_step("luong_step", cell, y_prev, s_prev, h, score, cell_input=False)
+    require_float("w_c", w_c)
+    d_in = h.shape[-1] + cell.hidden_size
+    if w_c.dim() != 2 or w_c.shape[1] != d_in:
+        raise ValueError(
+            f"w_c must be (d_out, d_h + d_s) = (d_out, {h.shape[-1]} + {cell.hidden_size}), "
+            f"got {shape(w_c)}"
+        )
     s = cell(y_prev, s_prev)  # (B, d_s)
     context, weights = attend(score(s, h), h)  # (B, d_h), (B, n)
     h_tilde = torch.tanh(torch.cat([context, s], dim=-1) @ w_c.T)  # (B, d_out)
@@ -197,7 +245,8 @@ def linear_readout_r2(
     (one fit for all target columns), then returns, for every target column,
     R² = 1 - SSE / SST on the held-out test rows: a (q,) float64 tensor.
     1 means the features hold that target exactly; 0 means no better than
-    predicting its mean. Features (N, p), targets (N, q).
+    predicting its mean. Features (N, p), targets (N, q). Needs more training
+    rows than p + 1 (ValueError otherwise); a constant test target gets NaN.
     """
     for name, t in (("train_features", train_features), ("train_targets", train_targets),
                     ("test_features", test_features), ("test_targets", test_targets)):
@@ -215,10 +264,20 @@ def linear_readout_r2(
             f"{shape(test_features)}, targets {shape(train_targets)} vs {shape(test_targets)}"
         )
 
+    n_train, p = train_features.shape
+    if n_train <= p + 1:
+        raise ValueError(
+            f"the read-out fits {p} features and a bias from {n_train} training rows: it needs more "
+            f"rows than p + 1 = {p + 1}, or it fits the training rows exactly and R² means nothing"
+        )
+    if test_features.shape[0] < 2:
+        raise ValueError(f"R² needs at least 2 test rows, got {test_features.shape[0]}")
+
     def with_bias(f: torch.Tensor) -> torch.Tensor:
         return torch.cat([f, f.new_ones(f.shape[0], 1)], dim=1).double()  # (N, p + 1)
 
     w = torch.linalg.lstsq(with_bias(train_features), train_targets.double()).solution  # (p + 1, q)
     sse = (test_targets.double() - with_bias(test_features) @ w).pow(2).sum(dim=0)  # (q,)
     sst = (test_targets.double() - test_targets.double().mean(dim=0)).pow(2).sum(dim=0)  # (q,)
-    return 1.0 - sse / sst
+    # A constant test target has no variance to explain: R² is undefined (NaN), not -inf.
+    return torch.where(sst > 0, 1.0 - sse / sst.clamp_min(torch.finfo(sst.dtype).tiny), torch.nan)

@@ -10,6 +10,7 @@ from lib.teach.exercises import (
     AttentionSteps,
     CheckResult,
     attention_steps,
+    check_answer,
     check_attention,
     check_attention_weights,
     compare_table,
@@ -17,6 +18,7 @@ from lib.teach.exercises import (
 )
 from lib.teach.figures import describe_figure, figure_alt
 from lib.teach.plots import plot_heatmap
+from lib.teach.scaling import retrieval_run, score_gradients
 
 __all__ = [
     *_checkers.__all__,
@@ -34,11 +36,14 @@ __all__ = [
     "AttentionSteps",
     "CheckResult",
     "attention_steps",
+    "check_answer",
     "check_attention",
     "check_attention_weights",
     "compare_table",
     "text_table",
     "plot_heatmap",
+    "retrieval_run",
+    "score_gradients",
     "describe_figure",
     "figure_alt",
 ]

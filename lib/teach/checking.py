@@ -82,15 +82,27 @@ def _call(fn: Callable, case: Case):
     return fn(*_clone(case.args), **_clone(case.kwargs))
 
 
-def _mistake_result(mistake: Mistake, case: Case):
-    """What the mistaken version returns, or None where it raises (then it cannot match)."""
+def _outcome(fn: Callable, case: Case):
+    """(True, result) when `fn` returns on this case, (False, the exception) when it raises."""
     try:
-        return _call(mistake.fn, case)
-    except Exception:
-        return _NO_RESULT
+        return True, _call(fn, case)
+    except Exception as err:  # noqa: BLE001  (any bug of the learner's, or of a Mistake's)
+        return False, err
 
 
-_NO_RESULT = object()
+def _same_outcome(got, want) -> bool:
+    """Both returned the same result (NaN where the other has NaN), or both raised the same type."""
+    (got_ok, got_value), (want_ok, want_value) = got, want
+    if got_ok and want_ok:
+        return _same(got_value, want_value, allow_nan=True)
+    if not got_ok and not want_ok:
+        return type(got_value) is type(want_value)
+    return False
+
+
+def _exact_dtype(dtype: torch.dtype) -> bool:
+    """Bool and integer results are compared exactly, dtype included."""
+    return dtype == torch.bool or not (dtype.is_floating_point or dtype.is_complex)
 
 
 def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
@@ -102,30 +114,52 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 1e-5, 1e-5
 
 
-def _same(got, want) -> bool:
-    """Equal within the dtype's tolerance; NaNs equal NaNs, ±inf equal themselves."""
+def _same(got, want, *, allow_nan: bool = False) -> bool:
+    """Equal within the dtype's tolerance; ±inf equal themselves.
+
+    A bool or integer tensor must also have the reference's dtype exactly (a 0/1
+    float mask is not a bool mask: `lib` refuses it). A NaN in `got` is never
+    right, unless `allow_nan` (used to match a `Mistake`, whose NaNs may be the
+    learner's too) and the reference has NaN at the same place.
+    """
     if isinstance(want, (tuple, list)):
         return (
             isinstance(got, (tuple, list))
             and len(got) == len(want)
-            and all(_same(g, w) for g, w in zip(got, want))
+            and all(_same(g, w, allow_nan=allow_nan) for g, w in zip(got, want))
         )
     if isinstance(want, torch.Tensor):
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
             return False
-        if want.dtype == torch.bool or not want.is_floating_point():
-            return bool(torch.equal(got.to(want.dtype), want))
+        if _exact_dtype(want.dtype):
+            return got.dtype == want.dtype and bool(torch.equal(got, want))
+        if _exact_dtype(got.dtype):
+            return False  # a float result returned as bool or integers
+        if not allow_nan and bool(torch.isnan(got).any()):
+            return False
         rtol, atol = _tolerance(want.dtype)
         return bool(torch.allclose(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True))
-    if isinstance(want, (int, float)) and not isinstance(want, bool):
+    if isinstance(want, bool):
+        if isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool:
+            got = got.item()
+        return isinstance(got, bool) and got == want
+    if isinstance(want, (int, float)):
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if not isinstance(got, (int, float)) or isinstance(got, bool):
             return False
+        if isinstance(want, int) and not isinstance(got, int):
+            return False  # an integer result (a count, an index) must be an int
+        if math.isnan(got):
+            return allow_nan and math.isnan(want)
         if math.isnan(want):
-            return math.isnan(got)
+            return False
         return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9)
     return got == want
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _describe(value) -> str:
@@ -150,15 +184,39 @@ def _difference(got, want) -> str:
             return f"returned {_describe(got)}; expected {_describe(want)}"
         if got.shape != want.shape:
             return f"returned shape {tuple(got.shape)}; expected {tuple(want.shape)}"
-        if not want.is_floating_point():
-            bad = (got.to(want.dtype) != want).nonzero()
+        if _exact_dtype(want.dtype) and got.dtype != want.dtype:
+            values = "right" if bool(torch.equal(got.to(want.dtype), want)) else "also wrong"
+            return (
+                f"returned dtype {_dtype_name(got.dtype)}; expected {_dtype_name(want.dtype)} "
+                f"(the values are {values}). Return a {_dtype_name(want.dtype)} tensor "
+                f"(dtype={want.dtype}), as `lib` does"
+            )
+        if _exact_dtype(want.dtype):
+            bad = (got != want).nonzero()
             return f"{len(bad)} entries differ, the first at index {tuple(bad[0].tolist())}"
+        if _exact_dtype(got.dtype):
+            return (
+                f"returned dtype {_dtype_name(got.dtype)}; expected a float tensor "
+                f"({_dtype_name(want.dtype)})"
+            )
+        nan = torch.isnan(got) & ~torch.isnan(want)
+        if bool(nan.any()):
+            first = tuple(int(i) for i in nan.nonzero()[0].tolist())
+            return (
+                f"NaN in {int(nan.sum())} of {nan.numel()} entries where the reference is a "
+                f"number, the first at index {first}"
+            )
         diff = (got.to(want.dtype) - want).abs()
         diff = torch.where(torch.isnan(diff) & ~(torch.isnan(got) & torch.isnan(want)), torch.inf, diff)
         diff = torch.nan_to_num(diff, nan=0.0)
         index = tuple(torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
         index = tuple(int(i) for i in index)
         return f"largest difference {float(diff.max()):.3g} at index {index}"
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        if isinstance(got, float) and math.isnan(got):
+            return f"returned NaN; expected {want!r}"
+        if isinstance(want, int) and isinstance(got, float):
+            return f"returned the float {got!r}; expected the int {want!r} (return an int)"
     return f"returned {got!r}; expected {want!r}"
 
 
@@ -180,22 +238,25 @@ def check_function(
         raise TypeError(f"the checker needs your function itself, got {type(learner).__name__}")
     if not cases:
         raise ValueError("check_function needs at least one case")
-    results = []
+    outcomes = []
     for case in cases:
         try:
-            results.append(_call(learner, case))
+            outcomes.append((True, _call(learner, case)))
         except NotImplementedError:
             return Verdict(False, f"✗ {name}: {NOT_IMPLEMENTED}. Replace `raise NotImplementedError` with your code.")
         except Exception as err:  # the learner's bug, reported rather than raised
-            inputs = ", ".join(_describe(a) for a in case.args)
-            where = f" ({case.label})" if case.label else ""
-            return Verdict(False, f"✗ {name} raised {type(err).__name__}: {err}\n  on inputs{where}: {inputs}")
-    expected = [_call(reference, case) for case in cases]
-    failing = [i for i, (got, want) in enumerate(zip(results, expected)) if not _same(got, want)]
+            outcomes.append((False, err))
+    raised = [i for i, (ok, _) in enumerate(outcomes) if not ok]
+    expected = [] if raised else [_call(reference, case) for case in cases]
+    failing = raised or [
+        i for i, ((_, got), want) in enumerate(zip(outcomes, expected)) if not _same(got, want)
+    ]
     if not failing:
         return Verdict(True, f"✓ {name} matches the reference on all {len(cases)} test cases.")
+    # A mistake fits when it returns what the learner returned on every case, and
+    # raises the same type of exception where the learner's function raised.
     for mistake in mistakes:
-        if all(_same(got, _mistake_result(mistake, case)) for got, case in zip(results, cases)):
+        if all(_same_outcome(got, _outcome(mistake.fn, case)) for got, case in zip(outcomes, cases)):
             return Verdict(
                 False,
                 f"✗ {name} differs from the reference. Likely mistake: {mistake.name}.\n  {mistake.hint}",
@@ -203,8 +264,12 @@ def check_function(
             )
     i = failing[0]
     where = f" ({cases[i].label})" if cases[i].label else ""
+    if raised:
+        err = outcomes[i][1]
+        inputs = ", ".join(_describe(a) for a in cases[i].args)
+        return Verdict(False, f"✗ {name} raised {type(err).__name__}: {err}\n  on inputs{where}: {inputs}")
     return Verdict(
         False,
         f"✗ {name} differs from the reference on {len(failing)} of {len(cases)} cases.\n"
-        f"  First on case {i}{where}: {_difference(results[i], expected[i])}.",
+        f"  First on case {i}{where}: {_difference(outcomes[i][1], expected[i])}.",
     )

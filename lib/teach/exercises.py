@@ -3,9 +3,13 @@
 Introduced in chapter 3 (worked examples). A reader works an attention example
 by hand, types the answer in, and `check_attention` (or, one step earlier,
 `check_attention_weights`) says whether it is right and, if not, which entry is
-off, without giving the exact value away unless asked (``reveal=True``).
-`compare_table` prints hand-rounded values next to the exact ones, so the size
-of every rounding error is visible.
+off, without giving the exact value away unless asked (``reveal=True``). When
+the answer is one of the classic slips (the scale left out, divided by d_k, the
+softmax over the wrong axis, weights rounded before the last step) the message
+names it. `check_answer` does the same for any other number grid the chapter
+asks for (a row of W^O's output, say). A NaN entry is never right.
+`compare_table` (not used by a chapter; kept for instructors) prints
+hand-rounded values next to the exact ones.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ import torch
 from lib._checks import shape
 from lib.model.attention import check_qkv, scaled_dot_product_attention
 
-__all__ = ["AttentionSteps", "attention_steps", "CheckResult", "check_attention", "check_attention_weights", "compare_table", "text_table"]
+__all__ = [
+    "AttentionSteps", "attention_steps", "CheckResult", "check_answer", "check_attention",
+    "check_attention_weights", "compare_table", "text_table",
+]
 
 
 def _as_matrix(name: str, value: object) -> torch.Tensor:
@@ -72,6 +79,7 @@ class CheckResult:
     message: str
     expected: torch.Tensor
     wrong_entries: tuple[tuple[int, int], ...] = ()
+    slip: str | None = None  # the name of the recognised slip, if any
 
     def __bool__(self) -> bool:
         return self.correct
@@ -80,12 +88,47 @@ class CheckResult:
         return self.message
 
 
-def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: float, reveal: bool) -> CheckResult:
+@dataclass(frozen=True)
+class _Slip:
+    """A classic wrong way to do the computation, and the value it gives."""
+
+    name: str
+    hint: str
+    value: torch.Tensor
+
+
+def _weights(q, k, mask, divisor: float, dim: int = -1) -> torch.Tensor:
+    """softmax(q kᵀ / divisor) along `dim`, masked keys at zero weight."""
+    scores = q @ k.T / divisor
+    if mask is not None:
+        scores = scores.masked_fill(~torch.as_tensor(mask, dtype=torch.bool), float("-inf"))
+    return torch.softmax(scores, dim=dim).nan_to_num(0.0)
+
+
+def _weight_slips(q, k, mask) -> list[_Slip]:
+    d_k = k.shape[1]
+    root = math.sqrt(d_k)
+    return [
+        _Slip("no √d_k scaling",
+              f"Did you divide the scores by √d_k = {root:.4f} before the softmax?",
+              _weights(q, k, mask, 1.0)),
+        _Slip("divided by d_k instead of √d_k",
+              f"The scale is the square root of d_k = {d_k}: did you divide by {root:.4f}?",
+              _weights(q, k, mask, float(d_k))),
+        _Slip("softmax down each column instead of along each row",
+              "Each query's weights (one row) must sum to 1 over the keys: did you normalise "
+              "along the row?",
+              _weights(q, k, mask, root, dim=0)),
+    ]
+
+
+def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: float, reveal: bool,
+             slips: list[_Slip] = ()) -> CheckResult:
     if answer.shape != expected.shape:
         raise ValueError(
             f"your {what} has shape {shape(answer)}, but it must have shape {shape(expected)}"
         )
-    off = (answer - expected).abs() > atol
+    off = ~((answer - expected).abs() <= atol)  # NaN is off too
     if not bool(off.any()):
         return CheckResult(True, f"Right: every entry of the {what} is within {atol:g} of the exact value.", expected)
     entries = tuple((int(i), int(j)) for i, j in off.nonzero().tolist())
@@ -95,6 +138,17 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
         f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} are off by more than {atol:g}: "
         f"{where} (0-based [row, column])."
     )
+    nan = torch.isnan(answer)
+    if bool(nan.any()):
+        first = tuple(int(x) for x in nan.nonzero()[0].tolist())
+        message += (
+            f" {int(nan.sum())} of them are NaN, the first at {list(first)}: a NaN is never right"
+            " (did a softmax overflow, or divide 0 by 0?)."
+        )
+    for slip in slips:
+        if slip.value.shape == answer.shape and bool(((answer - slip.value).abs() <= atol).all()):
+            message += f" These numbers match a classic slip: {slip.name}. {slip.hint}"
+            return CheckResult(False, message, expected, entries, slip.name)
     if reveal:
         message += f" Entry [{i}, {j}] is {answer[i, j].item():.4f}; the exact value is {expected[i, j].item():.4f}."
     else:
@@ -103,6 +157,23 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
             " (reveal=True shows the exact value)."
         )
     return CheckResult(False, message, expected, entries)
+
+
+def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal: bool = False) -> CheckResult:
+    """Check a hand-computed number grid against the exact one, like `check_attention`.
+
+    For any result the chapter asks for besides the attention output and weights
+    (a projection, a row of the output of W^O). ``answer`` and ``exact``: tensors
+    or nested lists of the same shape; a flat list is one row.
+    """
+    answer, exact = _as_matrix("answer", answer), _as_matrix("exact", exact)
+    if not atol > 0:
+        raise ValueError(f"atol must be positive, got {atol}")
+    if answer.shape != exact.shape:
+        raise ValueError(
+            f"the answer must have the shape of the exact value, {shape(exact)}, got shape {shape(answer)}"
+        )
+    return _verdict(what, answer, exact, atol, reveal)
 
 
 def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
@@ -127,7 +198,14 @@ def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool
             f"({q.shape[0]}, {v.shape[1]}), got shape {shape(answer)}"
         )
     expected, _ = scaled_dot_product_attention(q, k, v, mask)
-    return _verdict("output", answer, expected, atol, reveal)
+    slips = [_Slip(slip.name, slip.hint, slip.value @ v) for slip in _weight_slips(q, k, mask)]
+    _, weights = scaled_dot_product_attention(q, k, v, mask)
+    slips.append(_Slip(
+        "weights rounded to two decimals before the last step",
+        "Keep three or four digits of the weights until the last step, then round.",
+        weights.round(decimals=2) @ v,
+    ))
+    return _verdict("output", answer, expected, atol, reveal, slips)
 
 
 def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
@@ -143,7 +221,7 @@ def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None, reveal:
             f"k is {shape(k)}, so the answer must have shape ({q.shape[0]}, {k.shape[0]}), got shape {shape(answer)}"
         )
     _, expected = scaled_dot_product_attention(q, k, k, mask)
-    return _verdict("weights", answer, expected, atol, reveal)
+    return _verdict("weights", answer, expected, atol, reveal, _weight_slips(q, k, mask))
 
 
 def text_table(header: list[str], rows: list[list[object]]) -> str:

@@ -6,18 +6,22 @@ wrong version per named mistake (tests/test_checkers_attention.py).
 
 The exercises, in the chapter's order:
 
-- `softmax(scores)` along the last axis (the keys);
+- `softmax(scores)` along the last axis (the keys), without PyTorch's softmax;
 - `scaled_attention(q, k, v, mask=None)`, the output of
-  softmax(q kᵀ / √d_k) v with an optional bool mask (True = may attend);
+  softmax(q kᵀ / √d_k) v with an optional bool mask (True = may attend); a
+  query that may see no key gets zero weights, as in `lib`;
 - `causal_mask(n)`, the (n, n) mask of a decoder's self-attention;
 - `padding_mask(tokens, pad_id)`, the (B, 1, 1, n) mask that hides padding.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
+import torch.nn.functional as F
 
 from lib.model.attention import causal_mask as _causal_mask
 from lib.model.attention import padding_mask as _padding_mask
@@ -39,12 +43,64 @@ def _softmax_cases() -> list[Case]:
     # second row is far below the first, so subtracting the maximum of the whole
     # tensor instead of each row's makes its exponentials underflow to 0.
     cases.append(Case((torch.tensor([[1000.0, 999.0, 998.0], [-5.0, 0.0, 5.0]]),), label="large scores"))
+    # All-negative rows far below 0: exp underflows to 0/0 unless the row maximum is subtracted.
+    cases.append(Case((torch.tensor([[-1000.0, -999.0, -1001.0], [-3.0, -1.0, -2.0]],
+                                    dtype=torch.float64),), label="all-negative scores, float64"))
     return cases
 
 
+class SoftmaxCalled(RuntimeError):
+    """Raised while the learner's softmax runs, if it calls PyTorch's own softmax."""
+
+
+_SOFTMAXES = (
+    (torch, "softmax"), (torch.Tensor, "softmax"), (F, "softmax"), (torch.special, "softmax"),
+    (torch, "log_softmax"), (torch.Tensor, "log_softmax"), (F, "log_softmax"),
+)
+
+
+@contextlib.contextmanager
+def _softmax_forbidden():
+    """PyTorch's softmax functions raise `SoftmaxCalled` inside this block."""
+
+    def refuse(*args, **kwargs):
+        raise SoftmaxCalled("the exercise asks for the softmax written with torch.exp; "
+                            "torch.softmax (or .softmax, F.softmax) was called")
+
+    saved = [(owner, name, getattr(owner, name)) for owner, name in _SOFTMAXES]
+    try:
+        for owner, name, _ in saved:
+            setattr(owner, name, refuse)
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _called_softmax(scores):
+    raise SoftmaxCalled("torch.softmax was called")
+
+
 def check_softmax(softmax) -> Verdict:
-    """Chapter 2, exercise: `softmax(scores)` along the last axis (the keys)."""
+    """Chapter 2, exercise: `softmax(scores)` along the last axis (the keys), without torch.softmax.
+
+    The learner's function runs with PyTorch's softmax functions disabled: a call
+    to one of them is named as a mistake.
+    """
+    if not callable(softmax):
+        raise TypeError(f"the checker needs your function itself, got {type(softmax).__name__}")
+
+    def without_torch_softmax(scores):
+        with _softmax_forbidden():
+            return softmax(scores)
+
     mistakes = [
+        Mistake(
+            "torch.softmax called",
+            "The exercise is to write the softmax yourself: did you call torch.softmax, .softmax or "
+            "F.softmax? Use torch.exp, and divide by the sum of each row.",
+            _called_softmax,
+        ),
         Mistake(
             "softmax over the wrong axis",
             "Each query's weights must sum to 1 over the keys: did you normalise along dim=-1 (not dim=0)?",
@@ -67,7 +123,8 @@ def check_softmax(softmax) -> Verdict:
             lambda s: torch.exp(s - s.max()) / torch.exp(s - s.max()).sum(dim=-1, keepdim=True),
         ),
     ]
-    return check_function(softmax, lambda s: torch.softmax(s, dim=-1), _softmax_cases(), mistakes, name="softmax")
+    return check_function(without_torch_softmax, lambda s: torch.softmax(s, dim=-1), _softmax_cases(),
+                          mistakes, name="softmax")
 
 
 # --- scaled attention --------------------------------------------------------------------
@@ -76,8 +133,9 @@ def check_softmax(softmax) -> Verdict:
 def _attention_cases() -> list[Case]:
     """Several shapes (m ≠ n, batch and heads), both masks, float32 and float64.
 
-    No mask row is all False: every query may see at least one key, so the
-    result does not depend on what an implementation does with an empty row.
+    The last case has a query whose every key is masked: the exercise asks for
+    zero weights there, as in `lib`. That case tells a -inf fill (NaN there
+    unless guarded) from a -1e9 fill (a plain average of the values there).
     """
     g = torch.Generator().manual_seed(0)
 
@@ -88,6 +146,7 @@ def _attention_cases() -> list[Case]:
         )
 
     pad = _padding_mask(torch.tensor([[4, 5, 6, 7, 8], [4, 5, 6, 0, 0]]), pad_id=0)  # (2, 1, 1, 5)
+    empty = torch.tensor([[True, False, True, True], [False] * 4, [True, True, False, False]])
     return [
         Case(qkv((), 3, 5, 4, 2), label="m=3, n=5, d_k=4, no mask"),
         Case(qkv((2,), 4, 4, 16, 3, torch.float64), label="batch of 2, d_k=16, float64, no mask"),
@@ -95,6 +154,7 @@ def _attention_cases() -> list[Case]:
         Case(qkv((2, 3), 5, 5, 8, 4), {"mask": pad}, label="(B, h)=(2, 3), padding mask"),
         Case(qkv((2, 1), 5, 5, 4, 2, torch.float64), {"mask": _causal_mask(5) & pad},
              label="causal and padding masks, float64"),
+        Case(qkv((), 3, 4, 4, 3), {"mask": empty}, label="query 1 may see no key, float32"),
     ]
 
 
@@ -102,15 +162,23 @@ def _attention_reference(q, k, v, mask=None):
     return _attention(q, k, v, mask)[0]
 
 
-def _softmax_attention(q, k, v, mask=None, *, divisor=None, dim=-1, mask_after=False, invert=False):
-    """The mistakes below, as variations of one implementation."""
+def _softmax_attention(q, k, v, mask=None, *, divisor=None, dim=-1, mask_after=False, invert=False,
+                       fill=float("-inf"), guard=True, multiply=False):
+    """The mistakes below, as variations of one implementation.
+
+    guard: give a query that may see no key zero weights (else a -inf fill leaves NaN there).
+    """
     scores = q @ k.transpose(-2, -1)
     scores = scores / (math.sqrt(q.shape[-1]) if divisor is None else divisor)
-    if mask is not None and not mask_after:
-        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+    if mask is not None and multiply:
+        scores = scores * mask
+    elif mask is not None and not mask_after:
+        scores = scores.masked_fill(mask if invert else ~mask, fill)
     weights = scores.softmax(dim=dim)
     if mask is not None and mask_after:
         weights = weights.masked_fill(~mask, 0.0)
+    if mask is not None and guard:
+        weights = weights.nan_to_num(0.0)
     return weights @ v
 
 
@@ -132,9 +200,34 @@ def check_scaled_attention(scaled_attention) -> Verdict:
             lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, divisor=q.shape[-1]),
         ),
         Mistake(
+            "divided by √d_v instead of √d_k",
+            "The scale is the width of the queries and keys, d_k = q.shape[-1], not the values' "
+            "width v.shape[-1]: which did you use?",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, divisor=math.sqrt(v.shape[-1])),
+        ),
+        Mistake(
             "softmax over the wrong axis",
             "Each query's weights must sum to 1 over the keys: did you take the softmax along dim=-1?",
             lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, dim=-2),
+        ),
+        Mistake(
+            "NaN for a query that may see no key",
+            "softmax(-inf, ..., -inf) is 0/0 = NaN. The exercise, like `lib`, gives such a query zero "
+            "weights: did you zero the rows where mask.any(dim=-1) is False, after the softmax?",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, guard=False),
+        ),
+        Mistake(
+            "masked scores filled with -1e9 instead of -inf",
+            "Your result is right except for a query that may see no key: with a -1e9 fill it averages "
+            "all the values instead of giving zeros (and -1e9 overflows float16). Did you fill with "
+            "float('-inf') and zero the rows with no allowed key?",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, fill=-1e9, guard=False),
+        ),
+        Mistake(
+            "mask multiplied into the scores",
+            "scores * mask sets the hidden scores to 0, and exp(0) = 1 is still a weight. Did you fill "
+            "them with -inf, scores.masked_fill(~mask, float('-inf'))?",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, multiply=True, guard=False),
         ),
         Mistake(
             "mask ignored",
@@ -155,9 +248,32 @@ def check_scaled_attention(scaled_attention) -> Verdict:
             lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, mask_after=True),
         ),
     ]
+    # A learner who makes one of these slips often leaves a row or column of -inf
+    # unguarded too (NaN there): the same slip, named the same way.
+    unguarded = {
+        "no √d_k scaling": dict(divisor=1.0),
+        "divided by d_k instead of √d_k": dict(divisor="d_k"),
+        "divided by √d_v instead of √d_k": dict(divisor="√d_v"),
+        "softmax over the wrong axis": dict(dim=-2),
+        "mask convention inverted": dict(invert=True),
+    }
+    mistakes += [
+        Mistake(m.name, m.hint, functools.partial(_unguarded, **unguarded[m.name]))
+        for m in mistakes
+        if m.name in unguarded
+    ]
     return check_function(
         scaled_attention, _attention_reference, _attention_cases(), mistakes, name="scaled_attention"
     )
+
+
+def _unguarded(q, k, v, mask=None, *, divisor=None, **kwargs):
+    """A slip of `_softmax_attention` with the -inf fill left unguarded (NaN where a softmax is 0/0)."""
+    if divisor == "d_k":
+        divisor = q.shape[-1]
+    elif divisor == "√d_v":
+        divisor = math.sqrt(v.shape[-1])
+    return _softmax_attention(q, k, v, mask, divisor=divisor, guard=False, **kwargs)
 
 
 # --- masks -------------------------------------------------------------------------------
@@ -177,6 +293,17 @@ def check_causal_mask(causal_mask) -> Verdict:
             "diagonal excluded",
             "A query may attend to its own position: did you keep the diagonal (tril(), not tril(diagonal=-1))?",
             lambda n: torch.ones(n, n, dtype=torch.bool).tril(diagonal=-1),
+        ),
+        Mistake(
+            "0/1 float mask instead of bool",
+            "`lib` refuses non-bool masks (TypeError): a 1 = keep float mask, or an additive -inf one, "
+            "is the classic source of silent bugs. Did you build it with dtype=torch.bool?",
+            lambda n: torch.ones(n, n).tril(),
+        ),
+        Mistake(
+            "0/1 integer mask instead of bool",
+            "`lib` refuses non-bool masks (TypeError). Did you build it with dtype=torch.bool, or call .bool()?",
+            lambda n: torch.ones(n, n, dtype=torch.long).tril(),
         ),
         Mistake(
             "True marks the blocked keys (nn.MultiheadAttention's convention)",
@@ -203,6 +330,18 @@ def check_padding_mask(padding_mask) -> Verdict:
             "True on the padding instead of the real tokens",
             "In `lib` True means MAY attend: did you compare with != pad_id rather than == pad_id?",
             lambda t, p: (t == p)[:, None, None, :],
+        ),
+        Mistake(
+            "0/1 integer mask instead of bool",
+            "`lib` refuses non-bool masks (TypeError). Did you return the comparison tokens != pad_id "
+            "itself, a bool tensor, without .long() or .int()?",
+            lambda t, p: (t != p).long()[:, None, None, :],
+        ),
+        Mistake(
+            "0/1 float mask instead of bool",
+            "`lib` refuses non-bool masks (TypeError): a 1 = keep float mask is the classic source of "
+            "silent bugs. Did you return the bool comparison tokens != pad_id, without .float()?",
+            lambda t, p: (t != p).float()[:, None, None, :],
         ),
         Mistake(
             "pad id hard-coded as 0",

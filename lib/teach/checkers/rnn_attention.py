@@ -67,6 +67,13 @@ def check_additive_score(additive_score) -> Verdict:
             lambda s, h, w_s, w_h, v: torch.tanh(_hidden(s, h, w_s, w_h)).sum(dim=-1),
         ),
         Mistake(
+            "no positions axis on W_s s",
+            "Your function works without a batch but raises with one: s @ w_s.T is (B, d_a) and "
+            "h @ w_h.T is (B, n, d_a), which do not add up. Did you give the projected decoder state "
+            "a positions axis, (s @ w_s.T)[..., None, :], so that it is added to every h_j?",
+            lambda s, h, w_s, w_h, v: torch.tanh(s @ w_s.T + h @ w_h.T) @ v,
+        ),
+        Mistake(
             "softmax applied: weights returned instead of scores",
             "The score is what goes INTO the softmax; `attend` normalises it later. Did you return "
             "tanh(...) @ v without .softmax?",

@@ -10,6 +10,7 @@ Tests: tests/test_checkers_worked_examples.py.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -26,13 +27,21 @@ def _steps(q, k, v, scale):
     return scores, weights, weights @ v
 
 
+def _exp_steps(q, k, v, divisor=None):
+    """The four steps with a softmax written as exp / sum, without the shift."""
+    scores = q @ k.T
+    e = torch.exp(scores / (math.sqrt(k.shape[-1]) if divisor is None else divisor(k)))
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return scores, weights, weights @ v
+
+
 def _steps_cases() -> list[Case]:
     g = torch.Generator().manual_seed(3)
     cases = [  # the chapter's Example 1 first, then random ones (m != n, d_v != d_k)
         Case(
             (
-                torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64),
-                torch.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 0.0]], dtype=torch.float64),
+                torch.tensor([[2.0, 0.0], [2.0, 1.0], [1.0, 1.0]], dtype=torch.float64),
+                torch.tensor([[2.0, 1.0], [0.0, 2.0], [2.0, 2.0]], dtype=torch.float64),
                 torch.tensor([[0.0, 2.0], [1.0, 1.0], [2.0, 0.0]], dtype=torch.float64),
             ),
             label="Example 1",
@@ -44,6 +53,11 @@ def _steps_cases() -> list[Case]:
         k = torch.randn(n, d_k, generator=g, dtype=dtype) * 2
         v = torch.randn(n, d_v, generator=g, dtype=dtype)
         cases.append(Case((q, k, v), label=f"m={m}, n={n}, d_k={d_k}, d_v={d_v}"))
+    # Large negative scores in float32: exp without each row's maximum subtracted
+    # underflows to 0/0 there, while torch.softmax (or a shifted exp) does not.
+    q = -torch.tensor([[30.0, 30.0], [1.0, 0.0]])
+    k = torch.tensor([[5.0, 4.0], [4.0, 5.0], [6.0, 6.0]])
+    cases.append(Case((q, k, torch.randn(3, 2, generator=g)), label="all-negative scores, float32"))
     return cases
 
 
@@ -74,11 +88,28 @@ def check_attention_by_steps(attention_by_steps) -> Verdict:
             ),
         ),
         Mistake(
+            "divided by √d_v instead of √d_k",
+            "The scale comes from the width of the queries and keys, d_k = k.shape[-1], not from "
+            "the values' width d_v: did you use v.shape[-1]?",
+            lambda q, k, v: _steps(q, k, v, math.sqrt(v.shape[-1])),
+        ),
+        Mistake(
+            "exp without the row maximum subtracted (0/0 on large negative scores)",
+            "exp(-200) is 0 in float32, so a row of large negative scores gives 0/0 = NaN. Did you "
+            "subtract each row's maximum before exp, or use torch.softmax?",
+            lambda q, k, v: _exp_steps(q, k, v),
+        ),
+        Mistake(
             "the scaled scores returned as `scores`",
             "Is your first result S = q kᵀ itself? The division by √d_k belongs to the softmax step.",
             lambda q, k, v: (q @ k.T / math.sqrt(k.shape[-1]),) + _steps(q, k, v, math.sqrt(k.shape[-1]))[1:],
         ),
     ]
+    # The same scale slips with a softmax written as exp / sum (NaN on the all-negative case).
+    for name, divisor in (("no scaling by √d_k", lambda k: 1.0),
+                          ("divided by d_k instead of √d_k", lambda k: k.shape[-1])):
+        hint = next(m.hint for m in mistakes if m.name == name)
+        mistakes.append(Mistake(name, hint, functools.partial(_exp_steps, divisor=divisor)))
     return check_function(
         attention_by_steps,
         lambda q, k, v: _steps(q, k, v, math.sqrt(k.shape[-1])),
@@ -157,6 +188,12 @@ def check_two_head_attention(two_head_attention) -> Verdict:
             "Does head 1 come first in your concatenation? W^O's first d_v rows read head 1.",
             lambda xq, xk, xv, wq, wk, wv, wo: torch.cat(
                 _heads(xq, xk, xv, wq, wk, wv)[::-1], dim=-1) @ wo,
+        ),
+        Mistake(
+            "divided by d_k instead of √d_k",
+            "Did you divide each head's scores by d_k itself? The scale is its square root.",
+            lambda xq, xk, xv, wq, wk, wv, wo: torch.cat(
+                _heads(xq, xk, xv, wq, wk, wv, scale=wk[0].shape[1]), dim=-1) @ wo,
         ),
         Mistake(
             "no scaling",
