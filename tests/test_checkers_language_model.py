@@ -1,4 +1,4 @@
-"""The chapter 10 exercise checkers (lib/teach/checkers/language_model.py).
+"""The chapter 11 exercise checkers (lib/teach/checkers/language_model.py).
 
 Each checker gets (a) a correct solution written here (must pass), (b) a stub
 ("not implemented yet"), and (c) for every mistake it names, a wrong
@@ -69,7 +69,39 @@ def probs_strict(logits, t, k):
     return torch.softmax(z.masked_fill(~_top_mask(z, k, strict=True), -math.inf), dim=-1)
 
 
+def probs_temperature_ignored(logits, t, k):
+    return probs_ok(logits, 1.0, k)
+
+
+def probs_temperature_after_softmax(logits, t, k):
+    p = probs_ok(logits, 1.0, k) / t
+    return p / p.sum(dim=-1, keepdim=True)
+
+
+def probs_one_too_many(logits, t, k):
+    z = logits / t
+    if k is not None and k < z.shape[-1]:
+        threshold = torch.sort(z, dim=-1, descending=True).values[:, k : k + 1]
+        z = torch.where(z >= threshold, z, torch.full_like(z, -math.inf))
+    return torch.softmax(z, dim=-1)
+
+
+def probs_scatter_exactly_k(logits, t, k):
+    z = logits / t
+    if k is None:
+        return torch.softmax(z, dim=-1)
+    keep = torch.zeros_like(z).scatter(-1, torch.topk(z, k, dim=-1).indices, 1.0)
+    return torch.softmax(torch.where(keep > 0, z, torch.full_like(z, -math.inf)), dim=-1)
+
+
+def probs_nan(logits, t, k):
+    return torch.full_like(logits, math.nan)
+
+
 PROBS_WRONG = {
+    "temperature ignored (or applied after the softmax, then renormalised)": probs_temperature_ignored,
+    "one token too many kept (k + 1)": probs_one_too_many,
+    "exactly k tokens kept when the k-th logit is tied": probs_scatter_exactly_k,
     "multiplied by the temperature": probs_times_t,
     "probabilities divided by the temperature": probs_divided_after,
     "tokens outside the top k set to 0 instead of -inf": probs_zero_fill,
@@ -90,6 +122,28 @@ def test_sampling_checker_names_each_mistake(mistake):
     verdict = lib.check_sampling_probs(PROBS_WRONG[mistake])
     assert not verdict and verdict.mistake == mistake, verdict.message
     assert "?" in verdict.message
+
+
+def test_sampling_checker_names_temperature_after_the_softmax_as_ignored():
+    verdict = lib.check_sampling_probs(probs_temperature_after_softmax)
+    assert not verdict and verdict.mistake.startswith("temperature ignored")
+
+
+def test_sampling_checker_never_accepts_nan_or_the_wrong_dtype_kind():
+    assert not lib.check_sampling_probs(probs_nan)
+    verdict = lib.check_sampling_probs(lambda x, t, k: probs_ok(x, t, k).half())
+    assert not verdict
+
+
+def test_sampling_checker_accepts_equivalent_forms():
+    def probs_power(logits, t, k):  # p^(1/T), renormalised, top-k on probabilities
+        p = torch.softmax(logits, dim=-1) ** (1 / t)
+        if k is not None:
+            kth = torch.sort(p, dim=-1, descending=True).values[:, k - 1 : k]
+            p = p * (p >= kth)
+        return p / p.sum(dim=-1, keepdim=True)
+
+    assert lib.check_sampling_probs(probs_power)
 
 
 def test_sampling_checker_reports_an_unknown_bug_without_a_name():
@@ -129,7 +183,45 @@ def loss_wrong_axis(logits, tokens):
     return -log_p[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1)).mean()
 
 
+def loss_plus(logits, tokens):
+    return torch.log_softmax(logits, -1)[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1)).mean()
+
+
+def loss_over_all_positions(logits, tokens):
+    picked = torch.log_softmax(logits, -1)[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1))
+    return -picked.sum() / tokens.numel()
+
+
+def loss_per_sequence(logits, tokens):
+    picked = torch.log_softmax(logits, -1)[:, :-1].gather(-1, tokens[:, 1:].unsqueeze(-1))
+    return -picked.sum(dim=(1, 2)).mean()
+
+
+def loss_smoothed(logits, tokens):
+    return torch.nn.CrossEntropyLoss(label_smoothing=0.1)(
+        logits[:, :-1].transpose(1, 2), tokens[:, 1:])
+
+
+def loss_ignore_zero(logits, tokens):
+    return torch.nn.CrossEntropyLoss(ignore_index=0)(logits[:, :-1].transpose(1, 2), tokens[:, 1:])
+
+
+def loss_item(logits, tokens):
+    return float(loss_ok(logits, tokens))
+
+
+def loss_float32(logits, tokens):
+    return loss_ok(logits.to(torch.float32), tokens)
+
+
 LOSS_WRONG = {
+    "the minus sign is missing": loss_plus,
+    "divided by B × L instead of B × (L - 1)": loss_over_all_positions,
+    "summed over each sequence, averaged over the batch": loss_per_sequence,
+    "label smoothing": loss_smoothed,
+    "token 0 ignored as padding": loss_ignore_zero,
+    "returned a Python number (.item())": loss_item,
+    "computed in float32 on float64 input": loss_float32,
     "no shift: each position scored on its own token": loss_no_shift,
     "shifted the wrong way": loss_wrong_way,
     "summed instead of averaged": loss_sum,
@@ -150,6 +242,11 @@ def test_lm_loss_checker_names_each_mistake(mistake):
     verdict = lib.check_causal_lm_loss(LOSS_WRONG[mistake])
     assert not verdict and verdict.mistake == mistake, verdict.message
     assert "?" in verdict.message
+
+
+def test_lm_loss_checker_never_accepts_nan():
+    verdict = lib.check_causal_lm_loss(lambda x, y: loss_ok(x, y) * math.nan)
+    assert not verdict and "NaN" in verdict.message
 
 
 def test_lm_loss_checker_reports_an_unknown_bug_without_a_name():

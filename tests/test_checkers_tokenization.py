@@ -146,3 +146,50 @@ def test_merge_checker():
         verdict = lib.check_merge(wrong)
         assert not verdict and verdict.mistake == name, (wrong.__name__, str(verdict))
 
+
+
+def count_pairs_float_counts(ids):
+    counts = defaultdict(float)
+    for a, b in zip(ids, ids[1:]):
+        counts[a, b] += 1.0
+    return dict(counts)
+
+
+def count_pairs_clears_input(ids):
+    counts = Counter()
+    while len(ids) > 1:
+        counts[ids[0], ids[1]] += 1
+        ids.pop(0)
+    return dict(counts)
+
+
+def merge_in_place(ids, pair, new_id):
+    i = 0
+    while i < len(ids) - 1:
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            ids[i:i + 2] = [new_id]
+        i += 1
+    return ids
+
+
+def merge_returns_tuple(ids, pair, new_id):
+    return tuple(merge_solution_indexed(ids, pair, new_id))
+
+
+def test_checkers_refuse_what_the_exercise_text_rules_out():
+    cases = {
+        (lib.check_count_pairs, count_pairs_float_counts): "the counts are not ints",
+        (lib.check_count_pairs, count_pairs_clears_input): "the input list is modified",
+        (lib.check_merge, merge_in_place): "the input list is modified",
+        (lib.check_merge, merge_returns_tuple): "the result is not a list",
+    }
+    for (checker, wrong), name in cases.items():
+        verdict = checker(wrong)
+        assert not verdict and verdict.mistake == name, (wrong.__name__, str(verdict))
+
+
+def test_checkers_never_accept_nan_or_none():
+    assert not lib.check_count_pairs(lambda ids: {(a, b): float("nan") for a, b in zip(ids, ids[1:])})
+    assert not lib.check_merge(lambda ids, pair, new_id: None)
+    verdict = lib.check_merge(lambda ids, pair, new_id: [float(i) for i in merge_solution_indexed(ids, pair, new_id)])
+    assert not verdict and verdict.mistake == "the ids are not ints"

@@ -16,6 +16,53 @@ from lib.train.bpe import merge_pair as _merge_reference
 __all__ = ["check_count_pairs", "check_merge"]
 
 
+def _contract(fn, cases: list[Case], name: str, result_ok) -> Verdict | None:
+    """What the exercise's text promises beyond the values: the input list is left as it
+    was, and the result has the stated type (``result_ok`` returns a message or None).
+    Cases on which `fn` raises are left to `check_function`, which reports them."""
+    for case in cases:
+        args = [list(a) if isinstance(a, list) else a for a in case.args]
+        try:
+            result = fn(*args)
+        except Exception:  # noqa: BLE001  (reported by check_function)
+            continue
+        if args[0] != case.args[0]:
+            return Verdict(
+                False,
+                f"✗ {name} changed the list it was given ({case.label}): it became {args[0]!r}. "
+                "Likely mistake: the input is modified in place.\n  The caller still needs "
+                "`ids`: build a new list (or copy it first) instead of editing it?",
+                mistake="the input list is modified",
+            )
+        problem = result_ok(result)
+        if problem is not None:
+            mistake, hint = problem
+            return Verdict(False, f"✗ {name} ({case.label}): {mistake}.\n  {hint}", mistake=mistake)
+    return None
+
+
+def _counts_are_ints(result) -> tuple[str, str] | None:
+    if isinstance(result, dict):
+        bad = [v for v in result.values() if type(v) is not int]
+        if bad:
+            return ("the counts are not ints",
+                    f"A count is {type(bad[0]).__name__} {bad[0]!r}; a count is a whole number. "
+                    "Did you start from 0.0 or divide somewhere? Start from 0 and add 1.")
+    return None
+
+
+def _is_a_list(result) -> tuple[str, str] | None:
+    if not isinstance(result, list):
+        return ("the result is not a list",
+                f"It is a {type(result).__name__}; the exercise asks for a new list of ids, "
+                "as lib.merge_pair returns. Did you return a tuple, a tensor or nothing?")
+    bad = [i for i in result if type(i) is not int]
+    if bad:
+        return ("the ids are not ints",
+                f"An id is {type(bad[0]).__name__} {bad[0]!r}. Did you convert the ids?")
+    return None
+
+
 def _random_ids(rng: random.Random, n: int, alphabet: int) -> list[int]:
     return [rng.randrange(alphabet) for _ in range(n)]
 
@@ -94,7 +141,11 @@ def check_count_pairs(count_pairs) -> Verdict:
             _count_wrapping_around,
         ),
     ]
-    return check_function(count_pairs, _count_pairs_reference, _count_cases(), mistakes, name="count_pairs")
+    cases = _count_cases()
+    broken = _contract(count_pairs, cases, "count_pairs", _counts_are_ints)
+    if broken is not None:
+        return broken
+    return check_function(count_pairs, _count_pairs_reference, cases, mistakes, name="count_pairs")
 
 
 def _merge_cases() -> list[Case]:
@@ -194,4 +245,8 @@ def check_merge(merge) -> Verdict:
             _merge_drops_last,
         ),
     ]
-    return check_function(merge, _merge_reference, _merge_cases(), mistakes, name="merge")
+    cases = _merge_cases()
+    broken = _contract(merge, cases, "merge", _is_a_list)
+    if broken is not None:
+        return broken
+    return check_function(merge, _merge_reference, cases, mistakes, name="merge")
