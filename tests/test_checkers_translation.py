@@ -122,3 +122,35 @@ def test_aer_mistake_is_named(name):
     verdict = lib.check_alignment_error_rate(AER_MISTAKES[name])
     assert not verdict.passed
     assert verdict.mistake == name
+
+
+def _matrices(attn, tgt_word, src_word, dtype):
+    """A learner's pooling matrices built with a fixed dtype."""
+    m, n = attn.shape[-2:]
+    rows = torch.zeros(max(tgt_word) + 1, m, dtype=dtype)
+    for t, w in enumerate(tgt_word):
+        rows[w, t] = 1.0
+    rows = rows / rows.sum(dim=1, keepdim=True)
+    cols = torch.zeros(n, max(src_word) + 1, dtype=dtype)
+    for s, w in enumerate(src_word):
+        cols[s, w] = 1.0
+    return rows @ attn @ cols
+
+
+def test_word_attention_cases_include_float32_and_float64():
+    # matrices fixed to float64 cannot multiply the model's float32 attention, and
+    # torch.zeros' default float32 cannot multiply float64 attention
+    assert lib.check_word_attention(
+        lambda a, t, s: _matrices(a, t, s, a.dtype)).passed
+    assert not lib.check_word_attention(
+        lambda a, t, s: _matrices(a, t, s, torch.float64)).passed
+    assert not lib.check_word_attention(
+        lambda a, t, s: _matrices(a, t, s, torch.float32)).passed
+
+
+def test_a_nan_answer_is_never_right():
+    def nan_attention(attn, tgt_word, src_word):
+        return pool(attn, tgt_word, src_word) * float("nan")
+
+    assert not lib.check_word_attention(nan_attention).passed
+    assert not lib.check_alignment_error_rate(lambda a, s, p: float("nan")).passed

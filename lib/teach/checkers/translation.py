@@ -38,10 +38,15 @@ def _words(g: torch.Generator, n_words: int, max_pieces: int) -> list[int]:
 def _word_attention_cases() -> list[Case]:
     g = torch.Generator().manual_seed(0)
     cases = []
-    for n_tgt, n_src, lead in ((4, 5, ()), (6, 3, (2,)), (3, 7, (2, 3))):
+    for n_tgt, n_src, lead, dtype in (
+        (4, 5, (), torch.float64), (6, 3, (2,), torch.float64), (3, 7, (2, 3), torch.float64),
+        (5, 4, (2,), torch.float32),  # the model's attention is float32
+    ):
         tgt_word, src_word = _words(g, n_tgt, 3), _words(g, n_src, 3)
         scores = torch.randn(*lead, len(tgt_word), len(src_word), generator=g, dtype=torch.float64)
-        label = f"{n_tgt} target words in {len(tgt_word)} subwords, {n_src} source words in {len(src_word)}"
+        scores = scores.to(dtype)
+        label = (f"{n_tgt} target words in {len(tgt_word)} subwords, {n_src} source words in "
+                 f"{len(src_word)}, {str(dtype).replace('torch.', '')}")
         cases.append(Case((scores.softmax(dim=-1), tgt_word, src_word), label=label))
     return cases
 
