@@ -119,3 +119,16 @@ def test_depends_on_refuses_what_it_cannot_answer():
         depends_on(lambda t: t, x.double(), 0, 1.5)
     with pytest.raises(ValueError, match="shape"):
         depends_on(lambda t: t, torch.randn(6, 4), 0, 0)
+
+
+@pytest.mark.parametrize("flag", ["no", 0, 1, None])
+def test_layer_macs_refuses_a_flag_that_is_not_a_bool(flag):
+    """A truthy string once counted the projections silently: "no" meant yes."""
+    with pytest.raises(TypeError, match="with_projections"):
+        lib.layer_macs("attention", 8, 4, with_projections=flag)
+
+
+@pytest.mark.parametrize("flag", ["no", 0, 1, None])
+def test_conv_stack_refuses_a_dilated_flag_that_is_not_a_bool(flag):
+    with pytest.raises(TypeError, match="dilated"):
+        lib.conv_stack(4, 2, 3, dilated=flag)

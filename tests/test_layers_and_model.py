@@ -164,3 +164,18 @@ def test_base_model_has_about_65M_parameters():
 def test_config_defaults_are_the_paper_base_model():
     cfg = lib.TransformerConfig()
     assert (cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff, cfg.dropout) == (512, 8, 6, 2048, 0.1)
+
+
+def test_decoder_layer_names_the_mask_that_does_not_fit():
+    """The attention modules only know "mask": the decoder layer names tgt_mask or memory_mask."""
+    layer = lib.DecoderLayer(8, 2, 16).eval()
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    causal = lib.causal_mask(3)
+    source_padding = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="memory_mask"):
+        layer(x, memory, tgt_mask=causal, memory_mask=causal)  # (3, 3) against 5 keys
+    with pytest.raises(ValueError, match="tgt_mask"):
+        layer(x, memory, tgt_mask=source_padding, memory_mask=source_padding)
+    with pytest.raises(TypeError, match="memory_mask"):
+        layer(x, memory, memory_mask=source_padding.int())
+    assert layer(x, memory, tgt_mask=causal, memory_mask=source_padding).shape == x.shape

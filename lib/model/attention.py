@@ -145,10 +145,16 @@ class MultiHeadAttention(nn.Module):
     In eval mode (or with ``fused=False``) the forward pass runs the textbook
     `scaled_dot_product_attention` above and keeps the weights in
     ``.attention_weights`` (B, h, m, n) for plotting. In train mode it calls
-    PyTorch's ``F.scaled_dot_product_attention``, the same function; when
-    PyTorch dispatches it to a fused backend (FlashAttention or memory-efficient
-    attention, typically on a GPU) the (m, n) weights are never stored at all,
-    while its CPU math fallback does build them. ``.attention_weights`` is then None.
+    PyTorch's ``F.scaled_dot_product_attention``, the same function, computed by
+    a kernel PyTorch picks by device, dtype, mask and dropout. With torch 2.13,
+    float inputs without dropout go to a fused, tiled FlashAttention-style
+    kernel that never stores the (m, n) weights, on a CPU too
+    (``_scaled_dot_product_flash_attention_for_cpu``, with or without a bool
+    mask; GPUs also have memory-efficient attention). Only ``dropout > 0`` or a
+    forced ``sdpa_kernel(SDPBackend.MATH)`` takes the plain "math" path, which
+    builds and stores the weights (chapter 9 shows both). A bool mask costs
+    memory of its own: PyTorch turns it into a float mask of its shape, (m, n) for
+    a causal one. ``.attention_weights`` is None in train mode.
     ``dropout`` applies to the attention weights (see `scaled_dot_product_attention`).
     """
 

@@ -28,6 +28,7 @@ from torch import nn
 from lib._checks import (
     require_bool,
     require_float,
+    require_mask,
     require_matches_module,
     require_positive_int,
     require_probability,
@@ -227,6 +228,15 @@ class DecoderLayer(nn.Module):
         _check_layer_input("memory", memory, self)
         if x.shape[0] != memory.shape[0]:
             raise ValueError(f"x {shape(x)} and memory {shape(memory)} must share the batch size B")
+        # Name the mask in the error (the attention modules only know "mask"); with a
+        # cache the keys include cached positions, and the attention checks them.
+        (B, m, _), n, h = x.shape, memory.shape[1], self.self_attn.n_heads
+        if tgt_mask is not None and self_cache is None:
+            require_mask(tgt_mask, torch.Size((B, h, m, m)), "self-attention scores (B, n_heads, m, m)",
+                         device=x.device, name="tgt_mask")
+        if memory_mask is not None and cross_cache is None:
+            require_mask(memory_mask, torch.Size((B, h, m, n)), "cross-attention scores (B, n_heads, m, n)",
+                         device=x.device, name="memory_mask")
         if self.norm_first:
             y = self.norm1(x)
             x = x + self.dropout1(self.self_attn(y, y, y, tgt_mask, cache=self_cache))

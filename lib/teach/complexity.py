@@ -16,7 +16,7 @@ import copy
 import torch
 from torch import nn
 
-from lib._checks import require_positive_int, require_tensor
+from lib._checks import require_bool, require_positive_int, require_tensor
 
 __all__ = ["layer_macs", "graph_depth", "conv_stack", "depends_on"]
 
@@ -34,6 +34,7 @@ def layer_macs(kind: str, n: int, d: int, k: int = 3, with_projections: bool = T
     require_positive_int("n", n)
     require_positive_int("d", d)
     require_positive_int("k", k)
+    require_bool("with_projections", with_projections)
     if kind == "attention":
         return 2 * n * n * d + (4 * n * d * d if with_projections else 0)
     if kind == "gru":
@@ -88,6 +89,7 @@ def conv_stack(d: int, n_layers: int, k: int = 3, dilated: bool = False) -> nn.S
     require_positive_int("n_layers", n_layers)
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise ValueError(f"k must be an int kernel width >= 2, got {k!r}")
+    require_bool("dilated", dilated)
     layers: list[nn.Module] = []
     for layer in range(n_layers):
         dilation = k**layer if dilated else 1

@@ -1,5 +1,5 @@
 """Checkers for chapter 7's coding exercises: the encoder layer in both LayerNorm orders,
-and the decoder's self-attention mask (see lib.teach.checking).
+the decoder's self-attention mask, and a post-LN decoder stack (see lib.teach.checking).
 
 Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
 the most likely mistake by name. Tests feed each checker the solution and one
@@ -8,15 +8,23 @@ wrong version per named mistake (tests/test_checkers_layers.py).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lib.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from lib.model.layers import PositionwiseFeedForward
-from lib.model.transformer import EncoderLayer
+from lib.model.transformer import DecoderLayer, EncoderLayer
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 
-__all__ = ["check_post_ln_encoder_layer", "check_pre_ln_encoder_layer", "check_decoder_self_attention_mask"]
+__all__ = [
+    "check_post_ln_encoder_layer",
+    "check_pre_ln_encoder_layer",
+    "check_decoder_self_attention_mask",
+    "check_post_ln_decoder",
+]
 
 
 # --------------------------------------------------------------------------- encoder layers
@@ -74,6 +82,57 @@ def _attend(attn, x, mask):
     return attn(x, x, x, mask=mask)
 
 
+def _no_mask(attn, x, mask):
+    return attn(x, x, x)
+
+
+def _plain_norm(x):
+    """LayerNorm without the given module's gain and bias (what a fresh nn.LayerNorm does)."""
+    return F.layer_norm(x, x.shape[-1:])
+
+
+def _post(x, attn, ffn, norm1, norm2, mask, attend=_attend):
+    x = norm1(x + attend(attn, x, mask))
+    return norm2(x + ffn(x))
+
+
+def _pre(x, attn, ffn, norm1, norm2, mask, attend=_attend):
+    y = norm1(x)
+    x = x + attend(attn, y, mask)
+    return x + ffn(norm2(x))
+
+
+def _shared_mistakes(layer) -> list[Mistake]:
+    """Slips both orders share: no mask, one LayerNorm for both sub-layers, no gain and bias."""
+    same_norm = (
+        "Each sub-layer has its own LayerNorm with its own gain and bias: norm1 goes with the "
+        "attention, norm2 with the FFN."
+    )
+    return [
+        Mistake(
+            "mask not passed to the attention (only the padded cases differ)",
+            "Call attn(q, k, v, mask=mask): without it the padding keys get attention weight.",
+            lambda x, attn, ffn, norm1, norm2, mask=None: layer(x, attn, ffn, norm1, norm2, mask, _no_mask),
+        ),
+        Mistake(
+            "the same LayerNorm used twice",
+            same_norm,
+            lambda x, attn, ffn, norm1, norm2, mask=None: layer(x, attn, ffn, norm1, norm1, mask),
+        ),
+        Mistake(
+            "the same LayerNorm used twice",
+            same_norm,
+            lambda x, attn, ffn, norm1, norm2, mask=None: layer(x, attn, ffn, norm2, norm2, mask),
+        ),
+        Mistake(
+            "a fresh LayerNorm instead of norm1/norm2",
+            "Use the norm1 and norm2 you are given: F.layer_norm(x, shape) or a new nn.LayerNorm "
+            "has gain 1 and bias 0, not the layer's learned ones.",
+            lambda x, attn, ffn, norm1, norm2, mask=None: layer(x, attn, ffn, _plain_norm, _plain_norm, mask),
+        ),
+    ]
+
+
 def check_post_ln_encoder_layer(post_ln_encoder_layer) -> Verdict:
     """Chapter 7, exercise: the paper's (post-LN) encoder layer from its four sub-modules."""
 
@@ -115,6 +174,7 @@ def check_post_ln_encoder_layer(post_ln_encoder_layer) -> Verdict:
             "Self-attention comes first (with norm1), then the FFN (with norm2).",
             sublayers_swapped,
         ),
+        *_shared_mistakes(_post),
     ]
     return check_function(
         post_ln_encoder_layer, _encoder_reference(False), _layer_cases(), mistakes, name="post_ln_encoder_layer"
@@ -137,6 +197,9 @@ def check_pre_ln_encoder_layer(pre_ln_encoder_layer) -> Verdict:
     def no_residual(x, attn, ffn, norm1, norm2, mask=None):
         x = _attend(attn, norm1(x), mask)
         return ffn(norm2(x))
+
+    def extra_final_norm(x, attn, ffn, norm1, norm2, mask=None):
+        return norm2(_pre(x, attn, ffn, norm1, norm2, mask))
 
     def final_norm_inside(x, attn, ffn, norm1, norm2, mask=None):
         x = x + _attend(attn, norm1(x), mask)
@@ -167,6 +230,13 @@ def check_pre_ln_encoder_layer(pre_ln_encoder_layer) -> Verdict:
             "closes the whole stack, not each layer.",
             final_norm_inside,
         ),
+        Mistake(
+            "an extra LayerNorm after the layer's output",
+            "A pre-LN layer ends with the residual sum x + ffn(norm2(x)). The one final LayerNorm "
+            "of a pre-LN model closes the whole stack, after its last layer, not each layer.",
+            extra_final_norm,
+        ),
+        *_shared_mistakes(_pre),
     ]
     return check_function(
         pre_ln_encoder_layer, _encoder_reference(True), _layer_cases(), mistakes, name="pre_ln_encoder_layer"
@@ -215,8 +285,54 @@ def _tril(m, diagonal=0):
     return torch.ones(m, m, dtype=torch.bool).tril(diagonal)
 
 
+ADDITIVE_MASK = "an additive float mask (0 / -inf) instead of a bool mask"
+NUMBER_MASK = "a mask of numbers (0/1) instead of a bool mask"
+
+
+def _mask_dtype_verdict(mask_fn) -> Verdict | None:
+    """A named verdict when the learner returns a mask `lib` would refuse for its dtype.
+
+    Checked before any comparison, so that a 0/1 integer mask never passes and a
+    PyTorch-style additive mask is not misread as an inverted one. None: dtype fine
+    (or the function raised: `check_function` reports that).
+    """
+    try:
+        mask = mask_fn(*_mask_cases()[0].args)
+    except Exception:  # noqa: BLE001  (reported by check_function with its inputs)
+        return None
+    if not isinstance(mask, torch.Tensor) or mask.dtype == torch.bool:
+        return None
+    dtype = str(mask.dtype).replace("torch.", "")
+    if mask.is_floating_point() and bool(torch.isinf(mask).any()):
+        name, hint = ADDITIVE_MASK, (
+            "A mask of 0 and -inf to add to the scores is PyTorch's other convention. "
+            "lib takes bool masks, True = may attend: return keys & past itself."
+        )
+    else:
+        name, hint = NUMBER_MASK, (
+            "lib refuses it (lib.MultiHeadAttention raises TypeError for a non-bool mask): "
+            "return the bool tensor itself, without .int() or .float()."
+        )
+    return Verdict(
+        False,
+        f"✗ decoder_self_attention_mask returned a {dtype} tensor; expected dtype bool. "
+        f"Likely mistake: {name}.\n  {hint}",
+        mistake=name,
+    )
+
+
 def check_decoder_self_attention_mask(decoder_self_attention_mask) -> Verdict:
-    """Chapter 7, exercise: `decoder_self_attention_mask(tgt, pad_id)`, causal AND padding."""
+    """Chapter 7, exercise: `decoder_self_attention_mask(tgt, pad_id)`, causal AND padding.
+
+    The mask must be bool: a 0/1 or additive float mask is named before any comparison.
+    """
+    if not callable(decoder_self_attention_mask):
+        raise TypeError(
+            f"the checker needs your function itself, got {type(decoder_self_attention_mask).__name__}"
+        )
+    wrong_dtype = _mask_dtype_verdict(decoder_self_attention_mask)
+    if wrong_dtype is not None:
+        return wrong_dtype
 
     def reference(tgt, pad_id):
         return padding_mask(tgt, pad_id) & causal_mask(tgt.shape[1])
@@ -269,3 +385,163 @@ def check_decoder_self_attention_mask(decoder_self_attention_mask) -> Verdict:
         mistakes,
         name="decoder_self_attention_mask",
     )
+
+
+# --------------------------------------------------------------------------- decoder stack
+
+
+def _decoder_modules(d_model: int, n_heads: int, seed: int, dtype: torch.dtype) -> SimpleNamespace:
+    """One decoder layer's modules (no forward of their own to call), random gains and biases."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        modules = SimpleNamespace(
+            self_attn=MultiHeadAttention(d_model, n_heads),
+            cross_attn=MultiHeadAttention(d_model, n_heads),
+            feed_forward=PositionwiseFeedForward(d_model, 2 * d_model, dropout=0.0),
+            norm1=nn.LayerNorm(d_model),
+            norm2=nn.LayerNorm(d_model),
+            norm3=nn.LayerNorm(d_model),
+        )
+        with torch.no_grad():
+            for norm in (modules.norm1, modules.norm2, modules.norm3):
+                norm.weight.copy_(1 + 0.5 * torch.randn(d_model))
+                norm.bias.copy_(0.5 * torch.randn(d_model))
+    for name, module in vars(modules).items():
+        setattr(modules, name, module.to(dtype).eval().requires_grad_(False))
+    return modules
+
+
+def _decoder_cases() -> list[Case]:
+    """Target and source of the same length n (so that every named slip runs), padded or not."""
+    g = torch.Generator().manual_seed(13)
+    cases = []
+    for k, (B, n, d_model, n_heads, n_layers, dtype, padded) in enumerate(
+        (
+            (2, 5, 16, 4, 2, torch.float64, True),
+            (1, 4, 8, 2, 3, torch.float32, False),
+            (3, 6, 12, 3, 2, torch.float64, True),
+        )
+    ):
+        layers = [_decoder_modules(d_model, n_heads, 200 + 10 * k + i, dtype) for i in range(n_layers)]
+        y = 2 * torch.randn(B, n, d_model, generator=g, dtype=dtype) + 1
+        encoder_outputs = [torch.randn(B, n, d_model, generator=g, dtype=dtype) for _ in range(n_layers)]
+        tokens = torch.ones(B, n, dtype=torch.long)
+        if padded:
+            tokens[-1, -2:] = 0  # the last sequence ends with two pads
+        tgt_mask = padding_mask(tokens, 0) & causal_mask(n)  # (B, 1, n, n)
+        memory_mask = padding_mask(tokens.flip(0), 0)  # (B, 1, 1, n): other rows padded
+        label = (
+            f"{n_layers} layers, y {tuple(y.shape)}, {str(dtype).replace('torch.', '')}, "
+            f"{'padded' if padded else 'no padding'}"
+        )
+        cases.append(Case((y, encoder_outputs, layers, tgt_mask, memory_mask), label=label))
+    return cases
+
+
+def _decoder_reference(y, encoder_outputs, layers, tgt_mask, memory_mask):
+    memory = encoder_outputs[-1]  # every decoder layer reads the last encoder layer's output
+    with torch.no_grad():
+        for modules in layers:
+            with torch.random.fork_rng(devices=[]):
+                layer = DecoderLayer(modules.self_attn.d_model, modules.self_attn.n_heads,
+                                     modules.feed_forward.d_ff, dropout=0.0, norm_first=False)
+            for name, module in vars(modules).items():
+                setattr(layer, name, module)
+            y = layer.eval()(y, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)
+    return y
+
+
+def _decoder_variant(*, kv_from="memory", swap_masks=False, norms=(1, 2, 3), memory="last",
+                     order="post", cross_first=False, memory_mask_used=True):
+    """A decoder stack with one slip, for the named mistakes (all defaults: the right one)."""
+
+    def run(y, encoder_outputs, layers, tgt_mask, memory_mask):
+        self_mask, cross_mask = (memory_mask, tgt_mask) if swap_masks else (tgt_mask, memory_mask)
+        cross_mask = cross_mask if memory_mask_used else None
+        for i, mod in enumerate(layers):
+            mem = {"last": encoder_outputs[-1], "same depth": encoder_outputs[i],
+                   "first": encoder_outputs[0]}[memory]
+            n1, n2, n3 = (getattr(mod, f"norm{j}") for j in norms)
+
+            def self_block(x, norm):
+                if order == "pre":
+                    h = norm(x)
+                    return x + mod.self_attn(h, h, h, mask=self_mask)
+                return norm(x + mod.self_attn(x, x, x, mask=self_mask))
+
+            def cross_block(x, norm):
+                kv = mem if kv_from == "memory" else (x if order == "post" else norm(x))
+                if order == "pre":
+                    h = norm(x)
+                    return x + mod.cross_attn(h, kv, kv, mask=cross_mask)
+                return norm(x + mod.cross_attn(x, kv, kv, mask=cross_mask))
+
+            if cross_first:
+                y = self_block(cross_block(y, n1), n2)
+            else:
+                y = cross_block(self_block(y, n1), n2)
+            y = n3(y + mod.feed_forward(y)) if order == "post" else y + mod.feed_forward(n3(y))
+        return y
+
+    return run
+
+
+def check_post_ln_decoder(post_ln_decoder) -> Verdict:
+    """Chapter 7, exercise: a post-LN decoder stack written from each layer's modules.
+
+    ``post_ln_decoder(y, encoder_outputs, layers, tgt_mask, memory_mask)``: y the
+    embedded target (B, m, d_model), ``encoder_outputs`` every encoder layer's
+    output (first layer first), ``layers`` one namespace of modules per decoder layer
+    (self_attn, cross_attn, feed_forward, norm1, norm2, norm3). Compared with
+    `lib.DecoderLayer(norm_first=False)` built from the same modules.
+    """
+    same_norm = (
+        "Each sub-layer has its own LayerNorm: norm1 after self-attention, norm2 after "
+        "cross-attention, norm3 after the FFN."
+    )
+    mistakes = [
+        Mistake(
+            "keys and values from the decoder in cross-attention",
+            "Cross-attention takes its queries from the decoder and its keys and values from the "
+            "encoder: cross_attn(x, memory, memory, mask=memory_mask).",
+            _decoder_variant(kv_from="decoder"),
+        ),
+        Mistake(
+            "the masks swapped",
+            "tgt_mask (causal + target padding) belongs to the self-attention, memory_mask "
+            "(source padding) to the cross-attention.",
+            _decoder_variant(swap_masks=True),
+        ),
+        Mistake("the same LayerNorm reused", same_norm, _decoder_variant(norms=(1, 1, 1))),
+        Mistake("the same LayerNorm reused", same_norm, _decoder_variant(norms=(1, 2, 2))),
+        Mistake("the same LayerNorm reused", same_norm, _decoder_variant(norms=(1, 1, 3))),
+        Mistake(
+            "memory from the wrong encoder layer",
+            "Every decoder layer reads the output of the *last* encoder layer, "
+            "encoder_outputs[-1], not the encoder layer of the same depth.",
+            _decoder_variant(memory="same depth"),
+        ),
+        Mistake(
+            "memory from the wrong encoder layer",
+            "Every decoder layer reads the output of the *last* encoder layer, encoder_outputs[-1].",
+            _decoder_variant(memory="first"),
+        ),
+        Mistake(
+            "source padding mask not passed to the cross-attention",
+            "Without mask=memory_mask the decoder attends to the source's padding.",
+            _decoder_variant(memory_mask_used=False),
+        ),
+        Mistake(
+            "pre-LN order instead of post-LN",
+            "That is x + sublayer(norm(x)). The paper's order normalises the sum: norm(x + sublayer(x)).",
+            _decoder_variant(order="pre"),
+        ),
+        Mistake(
+            "cross-attention before self-attention",
+            "A decoder layer first attends to the target so far (masked self-attention), then to "
+            "the source (cross-attention), then runs the FFN.",
+            _decoder_variant(cross_first=True),
+        ),
+    ]
+    return check_function(post_ln_decoder, _decoder_reference, _decoder_cases(), mistakes,
+                          name="post_ln_decoder")
