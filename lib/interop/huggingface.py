@@ -416,7 +416,9 @@ def bert_to_lib(source, config=None) -> EncoderOnlyModel:
     ``source`` is a ``BertModel`` or its state dict with ``config`` (a ``BertConfig``).
     The lib model has BERT's options: GELU, its LayerNorm ε, no √d_model, token-type
     embeddings and the embedding LayerNorm. Its hidden states are the input of its
-    (tied) vocabulary head; BERT's pooler is not converted.
+    (tied) vocabulary head; BERT's pooler is not converted, nor is the prediction head
+    of ``BertForMaskedLM`` (dense, GELU, LayerNorm, bias before the tied matrix), so
+    the lib model's logits are not BERT's masked-token predictions.
     """
     config, state_dict, training = _source(source, config, "BERT", ("BertModel",), "bert")
     activation = _activation(config, "hidden_act")

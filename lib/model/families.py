@@ -109,6 +109,12 @@ class EncoderOnlyModel(_TokenStack):
     [MASK] from both sides). BERT uses learned positions, hence the default.
     The keyword options (GELU, ε, token types, embedding LayerNorm) hold BERT
     itself: see `_TokenStack` and `lib.bert_to_lib`.
+
+    The head is the embedding matrix, tied, applied to the last layer's output.
+    BERT's pre-training head (``BertForMaskedLM``) has a dense layer, a GELU, a
+    LayerNorm and a bias before that matrix, which this model lacks: a BERT
+    converted with `lib.bert_to_lib` gives the encoder's output times the
+    embedding, not BERT's masked-token predictions (chapter 7).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
