@@ -9,9 +9,11 @@ connection and a LayerNorm, in one of two orders:
     pre-LN  (``norm_first=True``):              x = x + Dropout(Sublayer(LayerNorm(x)))
 
 Dropout: the paper drops each sub-layer's output (the ``Dropout`` above) and
-the sums of embeddings and positional encodings. Like tensor2tensor, the
-Annotated Transformer and ``nn.Transformer``, `lib` also drops the attention
-weights and the feed-forward network's hidden activations (same rate).
+the sums of embeddings and positional encodings. Like ``nn.Transformer``, the
+Annotated Transformer and tensor2tensor's later defaults (``transformer_base_v2``,
+which also moved to pre-LN), `lib` also drops the attention weights and the
+feed-forward network's hidden activations (same rate); tensor2tensor's
+``transformer_base_v1``, the paper's setting, does neither.
 
 A pre-LN stack leaves its output un-normalized, so `Transformer` adds a final
 LayerNorm after the last encoder and the last decoder layer in that case
@@ -60,7 +62,7 @@ class TransformerConfig:
     n_layers: int = 6  # encoder layers, and as many decoder layers
     d_ff: int = 2048  # inner width of the feed-forward network, 4 d_model
     # P_drop: on every sub-layer output and on the embedding + position sums (the
-    # paper), and also on the attention weights and FFN activations (as tensor2tensor does)
+    # paper), and also on the attention weights and FFN activations (as nn.Transformer does)
     dropout: float = 0.1
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     share_embeddings: bool = False  # tie source, target embeddings and output projection
