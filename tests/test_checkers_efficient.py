@@ -24,6 +24,53 @@ def stats_solution(scores, block_size):
     return m, total
 
 
+def stats_guarded(scores, block_size):
+    """The solution with the guard of by-hand exercise 1: masked blocks give no nan."""
+    m = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype)
+    total = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for start in range(0, scores.shape[-1], block_size):
+        block = scores[..., start:start + block_size]
+        m_new = torch.maximum(m, block.amax(dim=-1))
+        shift = torch.where(torch.isinf(m_new), 0.0, m_new)
+        total = total * torch.exp(m - shift) + torch.exp(block - shift[..., None]).sum(dim=-1)
+        m = m_new
+    return m, total
+
+
+def stats_zero_start(scores, block_size):
+    m = torch.zeros(scores.shape[:-1], dtype=scores.dtype)  # the slip: 0 instead of -inf
+    total = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for start in range(0, scores.shape[-1], block_size):
+        block = scores[..., start:start + block_size]
+        m_new = torch.maximum(m, block.amax(dim=-1))
+        total = total * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(dim=-1)
+        m = m_new
+    return m, total
+
+
+def stats_skip_last(scores, block_size):
+    n = scores.shape[-1]
+    m = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype)
+    total = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
+    for start in range(0, n - block_size + 1, block_size):  # full blocks only
+        block = scores[..., start:start + block_size]
+        m_new = torch.maximum(m, block.amax(dim=-1))
+        total = total * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(dim=-1)
+        m = m_new
+    return m, total
+
+
+def stats_float32(scores, block_size):
+    m, total = stats_solution(scores.float(), block_size)
+    return m, total
+
+
+def stats_whole_row(scores, block_size):
+    m = scores.max(dim=-1).values  # no blocks: the row's maximum up front
+    shift = torch.where(torch.isinf(m), 0.0, m)
+    return m, torch.exp(scores - shift[..., None]).sum(dim=-1)
+
+
 def stats_no_rescale(scores, block_size):
     m = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype)
     total = torch.zeros_like(m)
@@ -66,18 +113,44 @@ def test_online_softmax_stats_checker():
     def stub(scores, block_size):
         raise NotImplementedError
 
-    assert lib.check_online_softmax_stats(stats_solution)
+    verdict = lib.check_online_softmax_stats(stats_guarded)
+    assert verdict and "masked keys included" in str(verdict), str(verdict)
     verdict = lib.check_online_softmax_stats(stub)
     assert not verdict and "not implemented yet" in str(verdict)
     expected = {
+        stats_solution: "a masked block gives exp(−∞ − (−∞)) = nan",
+        stats_zero_start: "the running maximum starts at 0",
         stats_no_rescale: "the running sum is not rescaled when the maximum grows",
         stats_upside_down: "the rescaling factor is upside down",
         stats_block_max: "the block's maximum replaces the running maximum",
         stats_no_shift: "no maximum subtracted (exp overflows)",
+        stats_skip_last: "the last, shorter block is skipped",
+        stats_float32: "computed in float32",
+        stats_whole_row: "the maximum is taken over the whole row up front",
     }
     for wrong, name in expected.items():
         verdict = lib.check_online_softmax_stats(wrong)
         assert not verdict and verdict.mistake == name, (wrong.__name__, str(verdict))
+
+
+def test_online_softmax_cases_separate_the_classic_slips():
+    """All-negative rows in float64 and float32 (a maximum that starts at 0 fails there)."""
+    from lib.teach.checkers.efficient import _masked_cases, _stats_cases
+
+    negative = [c for c in _stats_cases() if bool((c.args[0].amax(-1) < 0).all())]
+    assert {c.args[0].dtype for c in negative} == {torch.float32, torch.float64}
+    masked = [c.args[0] for c in _masked_cases()]
+    assert all(bool(torch.isinf(s).all(-1).any()) for s in masked)  # a row with no allowed key
+    assert {s.dtype for s in masked} == {torch.float32, torch.float64}
+
+
+def test_online_softmax_nan_answer_is_never_right():
+    def nan_l(scores, block_size):
+        m, total = stats_guarded(scores, block_size)
+        return m, total * math.nan
+
+    verdict = lib.check_online_softmax_stats(nan_l)
+    assert not verdict and "NaN" in str(verdict)
 
 
 def merge_solution(m1, l1, o1, m2, l2, o2):
@@ -101,6 +174,17 @@ def merge_unnormalised(m1, l1, o1, m2, l2, o2):
     return m, a + b, a.unsqueeze(-1) * o1 + b.unsqueeze(-1) * o2
 
 
+def merge_upside_down(m1, l1, o1, m2, l2, o2):
+    m = torch.max(m1, m2)
+    a, b = l1 * (m - m1).exp(), l2 * (m - m2).exp()
+    return m, a + b, (a.unsqueeze(-1) * o1 + b.unsqueeze(-1) * o2) / (a + b).unsqueeze(-1)
+
+
+def merge_plain_sum_of_normalisers(m1, l1, o1, m2, l2, o2):
+    m, _, o = merge_solution(m1, l1, o1, m2, l2, o2)
+    return m, l1 + l2, o
+
+
 def test_merge_partials_checker():
     def stub(*parts):
         raise NotImplementedError
@@ -111,6 +195,8 @@ def test_merge_partials_checker():
         merge_average: "the two outputs are simply averaged",
         merge_without_maxima: "the normalisers are compared without their maxima",
         merge_unnormalised: "the combined output is not renormalised",
+        merge_upside_down: "the normalisers' factor is upside down",
+        merge_plain_sum_of_normalisers: "the merged normaliser is l1 + l2",
     }
     for wrong, name in expected.items():
         verdict = lib.check_merge_partials(wrong)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import lib
-from lib.teach.measure import LargestTensor, measure_attention
+from lib.teach.measure import LargestTensor, allocated_peak_mb, measure_attention
 
 
 def test_largest_tensor_records_size_shape_and_operation():
@@ -30,7 +30,35 @@ def test_largest_tensor_sees_the_backward_pass():
 def test_measure_attention_in_a_fresh_process():
     r = measure_attention("tiled", 128, heads=1, d_k=8, block=32, repeats=1)
     assert r["path"] == "tiled" and r["n"] == 128
-    assert r["peak_mb"] >= 0 and r["seconds"] > 0
+    assert r["peak_mb"] >= 0 and r["seconds"] > 0 and r["allocated_mb"] > 0
+
+
+def test_allocated_peak_counts_tensors_alive_together():
+    def two_buffers():
+        a = torch.empty(1024 * 1024, dtype=torch.float32)  # 4 MiB
+        b = torch.empty(512 * 1024, dtype=torch.float32)  # 2 MiB, while a is alive
+        del a, b
+        c = torch.empty(256 * 1024, dtype=torch.float32)  # 1 MiB, after both are freed
+        return c
+
+    assert allocated_peak_mb(two_buffers) == pytest.approx(6.0, abs=0.01)
+    assert allocated_peak_mb(lambda: None) == 0
+
+
+def test_allocated_memory_of_the_textbook_path_is_its_weights_and_more():
+    n = 256
+    textbook = measure_attention("textbook", n, heads=1, d_k=8, repeats=1)
+    again = measure_attention("textbook", n, heads=1, d_k=8, repeats=1)
+    tiled = measure_attention("tiled", n, heads=1, d_k=8, block=32, repeats=1)
+    weights_mib = n * n * 4 / 2**20  # one (n × n) float32 matrix
+    assert textbook["allocated_mb"] >= 3 * weights_mib  # scores, masked scores, weights
+    assert textbook["allocated_mb"] == again["allocated_mb"]  # no start-up cost, no noise
+    assert tiled["allocated_mb"] < weights_mib
+
+
+def test_allocated_peak_refuses_what_it_cannot_call():
+    with pytest.raises(TypeError, match="fn"):
+        allocated_peak_mb(42)
 
 
 @pytest.mark.parametrize(

@@ -99,3 +99,11 @@ def test_single_process_names_its_bad_arguments(kwargs, error, words):
 def test_world_size_must_be_an_int():
     with pytest.raises(TypeError, match="world_size"):
         train_data_parallel(2.0, STEPS, GLOBAL_BATCH)
+
+
+@pytest.mark.parametrize(
+    "threads, error", [(0, ValueError), (-2, ValueError), (True, TypeError), (1.5, TypeError)]
+)
+def test_threads_per_process_is_checked_not_replaced_by_the_default(threads, error):
+    with pytest.raises(error, match="threads_per_process"):
+        train_data_parallel(2, STEPS, GLOBAL_BATCH, threads_per_process=threads)

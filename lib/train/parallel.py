@@ -6,7 +6,8 @@ Each of ``world_size`` processes holds a full copy of the model and takes
 ``global_batch / world_size`` examples of every step's batch. After the
 backward pass, DDP averages the gradients over the processes (an all-reduce,
 here over the CPU "gloo" backend), so every copy takes the same optimizer step
-and the copies stay identical.
+and the copies stay identical. (DDP also broadcasts rank 0's parameters once, when
+it wraps the model, and its buffers before every forward pass by default.)
 
 That average is a *mean of per-process means*. When the processes' shards hold
 different numbers of target tokens, it is not the mean over all tokens of the
@@ -173,8 +174,9 @@ def train_data_parallel(
     ``threads_per_process`` defaults to the machine's cores shared out.
     """
     _check(world_size, steps, global_batch, lr)
+    if threads_per_process is not None:  # 0 or False must not fall back to the default
+        require_positive_int("threads_per_process", threads_per_process)
     threads = threads_per_process or max(1, (os.cpu_count() or 1) // world_size)
-    require_positive_int("threads_per_process", threads)
     spec = dict(steps=steps, global_batch=global_batch, seed=seed, lr=lr, threads=threads, config=config)
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "rank0.pt")

@@ -7,7 +7,13 @@ products of the forward pass run in bfloat16 while the parameters, their
 gradients and the optimizer's state stay float32 (the "master weights").
 bfloat16 keeps float32's 8 exponent bits (range to about 3.4e38) and gives up
 mantissa (8 bits against 24), so it rarely overflows where float16 (5 exponent
-bits, largest finite value 65504) does; that is why no loss scaling is needed.
+bits, largest finite value 65504) does; that is why bfloat16 needs no loss
+scaling. ``torch.float16`` is accepted too (the chapter's Play section), and
+this function does not scale the loss: small float16 gradients may round to 0.
+
+The logits come out of the last matrix product already rounded to bfloat16;
+casting them to float32 before the loss cannot restore what that rounding
+lost, but keeps the log-sum-exp over the vocabulary and its log in float32.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ def train_dates_mixed_precision(
         batch = make_batch(sample_pairs(split.train, batch_size, rng), DATE_VOCAB)
         with torch.autocast("cpu", dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
             logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)
+            # logits are bfloat16 here; the loss's log-sum-exp and log run in float32
             loss = label_smoothed_nll(logits.float(), batch.tgt_out, 0.1, ignore_index=DATE_VOCAB.pad_id)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # outside autocast: gradients flow back in the dtypes of the forward pass

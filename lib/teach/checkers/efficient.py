@@ -5,24 +5,41 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, check_function
 
 __all__ = ["check_online_softmax_stats", "check_merge_partials"]
 
 
 def _stats_reference(scores: torch.Tensor, block_size: int):
     m = scores.amax(dim=-1)
-    return m, torch.exp(scores - m[..., None]).sum(dim=-1)
+    shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)  # a fully masked row: (-inf, 0)
+    return m, torch.exp(scores - shift[..., None]).sum(dim=-1)
 
 
-def _stats_blockwise(scores, block_size, update):
+def _stats_blockwise(scores, block_size, update, *, m_start=-math.inf, dtype=None, stop=None):
     """Visit the keys in blocks; `update(m, l, block)` returns the new (m, l)."""
-    m = torch.full(scores.shape[:-1], -math.inf, dtype=scores.dtype)
-    l = torch.zeros(scores.shape[:-1], dtype=scores.dtype)
-    for start in range(0, scores.shape[-1], block_size):
+    dtype = dtype or scores.dtype
+    scores = scores.to(dtype)
+    m = torch.full(scores.shape[:-1], m_start, dtype=dtype)
+    l = torch.zeros(scores.shape[:-1], dtype=dtype)
+    for start in range(0, stop or scores.shape[-1], block_size):
         m, l = update(m, l, scores[..., start:start + block_size])
     return m, l
+
+
+def _right_update(m, l, block):
+    """The update of the chapter's math section, without a guard for masked blocks."""
+    m_new = torch.maximum(m, block.amax(dim=-1))
+    return m_new, l * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(dim=-1)
+
+
+def _guarded_update(m, l, block):
+    """The same update, shifting by 0 while the maximum is still -inf (by-hand exercise 1)."""
+    m_new = torch.maximum(m, block.amax(dim=-1))
+    shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+    return m_new, l * torch.exp(m - shift) + torch.exp(block - shift[..., None]).sum(dim=-1)
 
 
 def _no_rescale(scores, block_size):
@@ -45,29 +62,106 @@ def _rescale_upside_down(scores, block_size):
 def _block_max_only(scores, block_size):
     def update(m, l, block):
         m_block = block.amax(dim=-1)
-        return m_block, l * torch.exp(torch.nan_to_num(m - m_block, neginf=-math.inf)) + torch.exp(
-            block - m_block[..., None]
-        ).sum(dim=-1)
+        old = l * torch.exp(torch.nan_to_num(m - m_block, neginf=-math.inf))
+        return m_block, old + torch.exp(block - m_block[..., None]).sum(dim=-1)
 
-    m, l = _stats_blockwise(scores, block_size, update)
-    return m, l
+    return _stats_blockwise(scores, block_size, update)
+
+
+def _max_starts_at_zero(scores, block_size):
+    return _stats_blockwise(scores, block_size, _right_update, m_start=0.0)
+
+
+def _last_block_skipped(scores, block_size):
+    n = scores.shape[-1]
+    return _stats_blockwise(scores, block_size, _right_update, stop=n - n % block_size or n)
+
+
+def _in_float32(scores, block_size):
+    return _stats_blockwise(scores, block_size, _right_update, dtype=torch.float32)
+
+
+def _no_guard(scores, block_size):
+    return _stats_blockwise(scores, block_size, _right_update)
 
 
 def _stats_cases() -> list[Case]:
+    """Finite scores: random rows, rows that are all negative, rising rows, large scores."""
     g = torch.Generator().manual_seed(0)
     cases = []
-    for shape, block, dtype in (((3, 10), 4, torch.float64), ((2, 2, 16), 5, torch.float32), ((4, 7), 7, torch.float64)):
+    settings = (((3, 10), 4, torch.float64), ((2, 2, 16), 5, torch.float32), ((4, 7), 7, torch.float64))
+    for shape, block, dtype in settings:
         scores = torch.randn(shape, generator=g, dtype=dtype) * 3
         cases.append(Case((scores, block), label=f"scores {shape}, block_size {block}"))
+    for shape, block, dtype in (((3, 9), 4, torch.float64), ((2, 11), 3, torch.float32)):
+        scores = torch.randn(shape, generator=g, dtype=dtype) - 10  # every maximum below 0
+        label = f"rows whose scores are all negative, {str(dtype)[6:]}"
+        cases.append(Case((scores, block), label=label))
     rising = torch.arange(12, dtype=torch.float64).repeat(2, 1)  # the maximum grows in every block
     cases.append(Case((rising, 3), label="scores that rise block after block"))
-    cases.append(Case((torch.tensor([[800.0, 805.0, 790.0, 810.0]], dtype=torch.float64), 2), label="large scores"))
+    large = torch.tensor([[800.0, 805.0, 790.0, 810.0]], dtype=torch.float64)
+    cases.append(Case((large, 2), label="large scores"))
     return cases
 
 
+def _masked_cases() -> list[Case]:
+    """Masked keys (-inf): a row with no allowed key, and rows whose first block is all masked."""
+    g = torch.Generator().manual_seed(3)
+    cases = []
+    for dtype in (torch.float64, torch.float32):
+        scores = torch.randn(3, 8, generator=g, dtype=dtype) * 2
+        scores[0] = -math.inf  # every key masked: (m, l) = (-inf, 0)
+        scores[1, :3] = -math.inf  # the first block masked, the rest allowed
+        scores[2, 5:] = -math.inf  # padding at the end
+        cases.append(Case((scores, 3), label=f"masked keys (-inf), {str(dtype)[6:]}"))
+    return cases
+
+
+_FULL_ROW_OPS = ("amax", "max", "logsumexp", "_softmax", "_log_softmax", "sort", "topk", "argmax")
+
+
+class _FullRowReduction(TorchDispatchMode):
+    """Records whether any reduction looks at a whole row of length n (> the block size)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n, self.seen = n, ""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        first = args[0] if args else None
+        name = func.overloadpacket.__name__
+        if name in _FULL_ROW_OPS and isinstance(first, torch.Tensor) and first.dim():
+            if first.shape[-1] == self.n and not self.seen:
+                self.seen = f"torch.{name.lstrip('_')}"
+        return func(*args, **(kwargs or {}))
+
+
+def _reduces_whole_rows(fn) -> str:
+    """The reduction `fn` runs over whole rows on a case with several blocks ("" if none)."""
+    scores, block = torch.randn(3, 10, dtype=torch.float64) * 3, 4
+    with _FullRowReduction(scores.shape[-1]) as mode:
+        try:
+            fn(scores, block)
+        except Exception:  # noqa: BLE001  (the checker reports the learner's errors)
+            return ""
+    return mode.seen
+
+
 def check_online_softmax_stats(online_softmax_stats) -> Verdict:
-    """Exercise: (m, l) = (max_j s_j, Σ_j exp(s_j − m)) in one pass over blocks of keys."""
+    """Exercise: (m, l) = (max_j s_j, Σ_j exp(s_j − m)) in one pass over blocks of keys.
+
+    Checked in two steps: finite scores (the classic slips of the update), then
+    masked keys (-inf), which need the guard of by-hand exercise 1. A solution
+    that takes the maximum over the whole row first (no blocks) is named too.
+    """
+    name = "online_softmax_stats"
     mistakes = [
+        Mistake(
+            "the running maximum starts at 0",
+            "m must start at −∞: a row whose scores are all negative has a negative maximum, "
+            "and torch.zeros makes it 0. Use torch.full(..., -math.inf).",
+            _max_starts_at_zero,
+        ),
         Mistake(
             "the running sum is not rescaled when the maximum grows",
             "When m rises to m_new, every term already in l was exp(s − m): did you multiply l by exp(m − m_new)?",
@@ -88,9 +182,53 @@ def check_online_softmax_stats(online_softmax_stats) -> Verdict:
             "exp(800) is inf in any float: keep l relative to the running maximum, l = Σ exp(s − m).",
             lambda s, b: (s.amax(dim=-1), torch.exp(s).sum(dim=-1)),
         ),
+        Mistake(
+            "the last, shorter block is skipped",
+            "When block_size does not divide n the last block is shorter: "
+            "loop with range(0, n, block_size) and slice to start + block_size.",
+            _last_block_skipped,
+        ),
+        Mistake(
+            "computed in float32",
+            "torch.zeros and torch.full make float32 unless told: "
+            "create m and l with dtype=scores.dtype, and do not convert the scores.",
+            _in_float32,
+        ),
     ]
-    return check_function(
-        online_softmax_stats, _stats_reference, _stats_cases(), mistakes, name="online_softmax_stats"
+    finite = _stats_cases()
+    verdict = check_function(online_softmax_stats, _stats_reference, finite, mistakes, name=name)
+    # Right values, or wrong ones no listed mistake explains: was it done without blocks?
+    if verdict or (verdict.mistake is None and NOT_IMPLEMENTED not in verdict.message):
+        whole = _reduces_whole_rows(online_softmax_stats)
+        if whole:
+            return _whole_row_verdict(name, whole)
+    if not verdict:
+        return verdict
+    guard = Mistake(
+        "a masked block gives exp(−∞ − (−∞)) = nan",
+        "While every score seen so far is −∞, m_new is −∞ too: subtract 0 instead of m_new "
+        "(torch.where(torch.isinf(m_new), 0, m_new)), as in by-hand exercise 1.",
+        _no_guard,
+    )
+    masked = _masked_cases()
+    verdict = check_function(online_softmax_stats, _stats_reference, masked, [guard], name=name)
+    if not verdict:
+        return verdict
+    return Verdict(
+        True,
+        f"✓ {name} matches the reference on all {len(finite) + len(masked)} test cases "
+        "(masked keys included).",
+    )
+
+
+def _whole_row_verdict(name: str, op: str) -> Verdict:
+    mistake = "the maximum is taken over the whole row up front"
+    return Verdict(
+        False,
+        f"✗ {name} does not work block by block. Likely mistake: {mistake}.\n"
+        f"  It calls {op} on whole rows of scores. The point of the exercise is one pass: "
+        "keep a running maximum and rescale l when it grows.",
+        mistake=mistake,
     )
 
 
@@ -146,5 +284,28 @@ def check_merge_partials(merge_partials) -> Verdict:
                 + (l2 * torch.exp(m2 - torch.maximum(m1, m2)))[..., None] * o2,
             ),
         ),
+        Mistake(
+            "the normalisers' factor is upside down",
+            "Each part shrinks to the common maximum m = max(m1, m2): "
+            "w1 = l1 · exp(m1 − m) ≤ l1, not l1 · exp(m − m1).",
+            _merge_upside_down,
+        ),
+        Mistake(
+            "the merged normaliser is l1 + l2",
+            "The output is right, but l must be relative to the returned m: "
+            "l = l1 · exp(m1 − m) + l2 · exp(m2 − m).",
+            _merge_sum_of_normalisers,
+        ),
     ]
     return check_function(merge_partials, _merge_reference, _merge_cases(), mistakes, name="merge_partials")
+
+
+def _merge_upside_down(m1, l1, o1, m2, l2, o2):
+    m = torch.maximum(m1, m2)
+    w1, w2 = l1 * torch.exp(m - m1), l2 * torch.exp(m - m2)
+    return m, w1 + w2, (w1[..., None] * o1 + w2[..., None] * o2) / (w1 + w2)[..., None]
+
+
+def _merge_sum_of_normalisers(m1, l1, o1, m2, l2, o2):
+    m, _, o = _merge_reference(m1, l1, o1, m2, l2, o2)
+    return m, l1 + l2, o
