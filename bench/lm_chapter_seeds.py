@@ -1,6 +1,6 @@
 """Chapter 11's language model on several seeds: every figure its prose reads.
 
-Run:  .venv/bin/python bench/lm_chapter_seeds.py [--seeds 0 1] [--scale-embedding]
+Run:  .venv/bin/python bench/lm_chapter_seeds.py [--seeds 0 1] [--scale-embedding] [--steps 1500]
 
 Trains the chapter's model (3 layers, d_model 64, 1,500 steps of 32 x 64 characters,
 AdamW, warm-up + cosine, clipping 1.0, one thread) exactly as the notebook does, one
@@ -37,7 +37,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--scale-embedding", action="store_true")
+    parser.add_argument("--steps", type=int, default=STEPS, help="training steps (the chapter: 1500)")
     args = parser.parse_args()
+    steps = args.steps
     torch.set_num_threads(1)
     corpus = lib.load_corpus()
     chars = sorted(set(corpus.train_text))
@@ -58,9 +60,9 @@ def main():
     for n in (2, 3, 4, 5):
         print(f"{n}-gram add-0.01: {lib.ngram_nats(train_ids, valid_ids, n, V):.4f} nats/char")
     valid = lib.evaluation_windows(valid_ids, CONTEXT, n_windows=1000)
-    real = [decode(w[PROMPT_LEN:]) for w in valid.tokens[::2, :CONTEXT]]  # 500 windows
+    real = [decode(w[PROMPT_LEN:CONTEXT]) for w in valid.tokens]  # 1000 windows, 48 characters
     print("held-out text, words %.3f pairs %.3f" % measure(real))
-    prompt = encode("MACBETH.\nIs this a dagger which I see before me,\n")[-PROMPT_LEN:]
+    prompt = encode("Is this a dagger")
     for seed in args.seeds:
         torch.manual_seed(seed)
         model = lib.DecoderOnlyModel(
@@ -78,12 +80,12 @@ def main():
         def lr_factor(step):
             if step < 50:
                 return (step + 1) / 50
-            return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - 50) / (STEPS - 50)))
+            return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - 50) / (steps - 50)))
 
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
         before = lib.lm_loss(model, valid)
         lib.fit(model, lambda step: lib.random_windows(train_ids, CONTEXT, BATCH, generator=g),
-                STEPS, optimizer, scheduler, clip_norm=1.0, log_every=0)
+                steps, optimizer, scheduler, clip_norm=1.0, log_every=0)
         after = lib.lm_loss(model, valid)
         print(f"seed {seed}: before {before:.4f}, validation {after:.4f} nats/char")
         model.eval()
@@ -94,10 +96,13 @@ def main():
         print("  by position:", {p: round(float(nll[p]), 3) for p in (0, 1, 3, 7, 15, 31, 63)},
               f"mean 16-63 {float(nll[16:].mean()):.4f}")
         for name, kw in SETTINGS:
-            gen = torch.Generator().manual_seed(1)
-            rows = lib.generate(model, prompt.repeat(N_SAMPLES, 1), CONTEXT - PROMPT_LEN,
-                                generator=gen, **kw)[:, PROMPT_LEN:]
-            print(f"  {name:18s} words %.3f pairs %.3f" % measure([decode(r) for r in rows]))
+            line = f"  {name:18s}"
+            for draw in (1, 2):
+                gen = torch.Generator().manual_seed(draw)
+                rows = lib.generate(model, prompt.repeat(N_SAMPLES, 1), CONTEXT - PROMPT_LEN,
+                                    generator=gen, **kw)[:, PROMPT_LEN:]
+                line += " words %.3f pairs %.3f" % measure([decode(r) for r in rows])
+            print(line)
         gains = []
         for start in range(0, 40_000, 4_000):
             p = valid_ids[start : start + 16]

@@ -1,6 +1,6 @@
 """The KV cache: the keys and values of the tokens already seen, kept between decoding steps.
 
-Introduced in chapter 10 (a language model trained on real text).
+Introduced in chapter 11 (a language model trained on real text).
 
 Generating token t+1 with a causal model needs the query of token t only, but the
 keys and values of tokens 0..t. Without a cache the model recomputes all of them
@@ -18,6 +18,9 @@ A `KVCache` holds one `AttentionCache` per attention sub-layer:
                          and reused unchanged ("static")
 
 Tensors are (B, h, t, d_k), the layout `MultiHeadAttention` attends in.
+`AttentionCache.update` appends with ``torch.cat``, which copies the cache at
+every step (O(t) copying per step): simple to read, and fine at this course's
+lengths; production caches allocate the full length once and write in place.
 """
 
 from __future__ import annotations
