@@ -96,7 +96,9 @@ def multiplicative_score(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | Non
 
     s: (..., d_s) a decoder state (in Luong's model the *current* one, s_t);
     h: (..., n, d_h) the encoder states; w: (d_s, d_h). Returns (..., n).
-    The Transformer's score is the "dot" form divided by √d_k.
+    The Transformer's score is the "dot" form divided by √d_k on the projected
+    queries and keys, q = x W^Q and k = x W^K; on the token vectors themselves it
+    is the "general" form with W = W^Q (W^K)ᵀ / √d_k, a matrix of rank at most d_k.
     """
     _check_states(s, h)
     _check_bilinear(s, h, w)
