@@ -75,11 +75,13 @@ def scaled_dot_product_attention(
     mask: bool, broadcastable to (..., m, n), True = may attend.
     Returns ``(output, weights)``: output (..., m, d_v) and weights (..., m, n).
 
-    Each row of weights sums to 1, except a query whose every key is masked:
-    it gets all-zero weights and so a zero output, never NaN. ``softmax``
-    subtracts each row's maximum, so huge scores do not overflow.
+    Before dropout, each row of weights sums to 1, except a query whose every
+    key is masked: it gets all-zero weights and so a zero output, never NaN.
+    ``softmax`` subtracts each row's maximum, so huge scores do not overflow.
 
-    With ``dropout_p > 0`` the weights are dropped out. The paper describes
+    With ``dropout_p > 0`` the weights are dropped out (and the returned weights
+    are the dropped-out ones, whose rows no longer sum to 1), whatever the mode
+    of the calling module: this function has no train/eval mode. The paper describes
     dropout only on each sub-layer's output and on the embedding + position
     sums; dropping the attention weights is tensor2tensor's and the Annotated
     Transformer's practice (and ``nn.MultiheadAttention``'s), which `lib` follows.
