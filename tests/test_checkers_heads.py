@@ -207,3 +207,12 @@ def test_multi_head_attention_reference_is_lib_module():
     ws = [layer.weight.T for layer in (mha.w_q, mha.w_k, mha.w_v, mha.w_o)]
     with torch.no_grad():
         torch.testing.assert_close(mha(x, x, x, mask=mask), mha_right(x, x, x, *ws, 3, mask=mask))
+
+
+def test_multi_head_attention_nan_answer_is_reported_as_nan():
+    """Review U3: an all-NaN answer was reported as 'largest difference 3.4e+38'."""
+    def all_nan(*args, mask=None):
+        return torch.full_like(mha_right(*args, mask=mask), float("nan"))
+
+    verdict = lib.check_multi_head_attention(all_nan)
+    assert not verdict and "NaN" in verdict.message and "3.4e+38" not in verdict.message

@@ -125,3 +125,9 @@ def test_bad_seed_names_the_argument(x):
         head_weights(x, 2, 0, seed="a")
     with pytest.raises(ValueError, match="seed must be non-negative"):
         HeadsExplorer(x, TOKENS, seed=-1)
+
+
+def test_float64_sequence_names_x(x):
+    """Before: the error named `query`, an argument the caller never passed."""
+    with pytest.raises(TypeError, match="x must be float32"):
+        head_weights(x.double(), 2, 0)

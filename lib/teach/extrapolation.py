@@ -126,6 +126,8 @@ def train_pattern_model(positional: str = "sinusoidal", seed: int = 0, *, steps:
 
     `seed` seeds the initialisation (torch.manual_seed) and the data generator.
     With ``positional="learned"`` rows train_len .. 127 of the table never get a gradient.
+    It runs on one thread (and restores the thread count): the model is too small to
+    gain from more, and one thread is fastest on a busy machine.
     """
     if positional not in ("sinusoidal", "learned"):
         raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
@@ -137,12 +139,22 @@ def train_pattern_model(positional: str = "sinusoidal", seed: int = 0, *, steps:
     if not period < train_len <= test_len <= 128:
         raise ValueError(f"need period < train_len <= test_len <= 128, got period={period}, "
                          f"train_len={train_len}, test_len={test_len}")
-    torch.manual_seed(int(seed))
-    g = torch.Generator().manual_seed(int(seed))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small gains nothing from more threads
+    try:
+        return _train(positional, int(seed), int(steps), int(train_len), int(test_len),
+                      int(batch_size), int(test_batch), int(period))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(positional, seed, steps, train_len, test_len, batch_size, test_batch, period):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
     model = DecoderOnlyModel(vocab_size=VOCAB, d_model=32, n_heads=2, n_layers=2, d_ff=64,
                              dropout=0.0, max_len=128, positional=positional)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(int(steps)):
+    for _ in range(steps):
         seq = repeating(batch_size, train_len, period, generator=g)
         logits = model(seq[:, :-1])  # (B, train_len - 1, VOCAB): predict tokens 1 ..
         loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
@@ -155,5 +167,5 @@ def train_pattern_model(positional: str = "sinusoidal", seed: int = 0, *, steps:
         pred = model(test[:, :-1]).argmax(-1)  # (B, test_len - 1)
         last_attention = model.layers[-1].self_attn.attention_weights.clone()
     correct = (pred == test[:, 1:]).double().mean(0)  # (test_len - 1,)
-    return PatternRun(positional, int(seed), int(train_len), int(period), float(loss.detach()), model, test,
-                      pred, correct, last_attention)
+    return PatternRun(positional, seed, train_len, period, float(loss.detach()), model, test, pred,
+                      correct, last_attention)

@@ -31,6 +31,8 @@ def _as_sequence(x: torch.Tensor) -> torch.Tensor:
         x = x.unsqueeze(0)
     if x.dim() != 3 or x.shape[0] != 1:
         raise ValueError(f"x must be one sequence, shape (n, d_model) or (1, n, d_model), got {shape(x)}")
+    if x.dtype != torch.float32:  # the layer's parameters are float32
+        raise TypeError(f"x must be float32 (the layer's dtype), got {str(x.dtype).replace('torch.', '')}")
     return x
 
 
