@@ -172,3 +172,6 @@ def test_check_answer():
     assert "4.2438" in check_answer([[2.38, 4.30]], [[2.3790, 4.2438]], reveal=True).message
     with pytest.raises(ValueError, match="shape"):
         check_answer([1.0, 2.0, 3.0], [[1.0, 2.0]])
+    # a single number, as a float or a 0-d tensor
+    assert check_answer(0.11, torch.tensor(0.1084), atol=0.03)
+    assert not check_answer(0.33, torch.tensor(0.1084), atol=0.03)

@@ -37,6 +37,8 @@ def _as_matrix(name: str, value: object) -> torch.Tensor:
             t = torch.tensor(value, dtype=torch.float64)
         except (TypeError, ValueError, RuntimeError) as err:
             raise TypeError(f"{name} must be a tensor or a nested list of numbers, got {type(value).__name__}") from err
+    if t.dim() == 0:
+        t = t.reshape(1, 1)  # a single number
     if t.dim() == 1:
         t = t.unsqueeze(0)  # a single row, as the reader would write it
     if t.dim() != 2:
