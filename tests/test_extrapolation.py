@@ -74,7 +74,9 @@ def test_pattern_run_reads_by_hand():
 
 
 def test_short_training_runs_and_learned_rows_past_training_get_no_gradient():
+    threads = torch.get_num_threads()
     run = train_pattern_model("learned", 0, steps=1, train_len=8, test_len=12, test_batch=4)
+    assert torch.get_num_threads() == threads  # trained on one thread, then restored
     assert run.pred.shape == (4, 11) and run.correct.shape == (11,)
     assert run.last_attention.shape == (4, 2, 11, 11)
     run.model.train()
