@@ -158,3 +158,13 @@ def test_parameter_count_wrapper_keeps_the_exercise_name():
     verdict = lib.check_ffn_parameter_count(off_by_one)
     assert not verdict and "ffn_parameter_count" in verdict.message
     assert "off_by_one" not in verdict.message
+
+
+def test_feed_forward_wrong_float_dtype_is_named():
+    from lib.teach.checkers._dtypes import WRONG_DTYPE
+
+    def as_float32(x, w1, b1, w2, b2):
+        return (torch.relu(x @ w1 + b1) @ w2 + b2).float()
+
+    verdict = lib.check_feed_forward(as_float32)
+    assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message

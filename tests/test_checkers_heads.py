@@ -216,3 +216,14 @@ def test_multi_head_attention_nan_answer_is_reported_as_nan():
 
     verdict = lib.check_multi_head_attention(all_nan)
     assert not verdict and "NaN" in verdict.message and "3.4e+38" not in verdict.message
+
+
+def test_wrong_float_dtype_is_named():
+    """The checker core casts float results before comparing: a float64 result for float32
+    input passed before."""
+    from lib.teach.checkers._dtypes import WRONG_DTYPE
+
+    verdict = lib.check_split_heads(lambda x, h: split_right(x, h).double())
+    assert not verdict and verdict.mistake == WRONG_DTYPE and "float32" in verdict.message
+    verdict = lib.check_multi_head_attention(lambda *a, mask=None: mha_right(*a, mask=mask).float())
+    assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message

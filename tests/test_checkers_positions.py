@@ -201,3 +201,12 @@ def test_rope_mistakes_are_named(wrong, name):
     verdict = lib.check_apply_rope(wrong)
     assert not verdict
     assert verdict.mistake == name, verdict.message
+
+
+def test_wrong_float_dtype_is_named():
+    from lib.teach.checkers._dtypes import WRONG_DTYPE
+
+    verdict = lib.check_sinusoidal_table(table)  # float64: lib's table is float32
+    assert not verdict and verdict.mistake == WRONG_DTYPE and "float32" in verdict.message
+    verdict = lib.check_apply_rope(lambda x: rope(x).float())
+    assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message

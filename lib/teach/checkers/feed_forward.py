@@ -13,6 +13,7 @@ import numbers
 import torch
 
 from lib.model.layers import PositionwiseFeedForward
+from lib.teach.checkers._dtypes import with_exact_dtype
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 
 __all__ = ["check_feed_forward", "check_ffn_parameter_count"]
@@ -81,9 +82,12 @@ def check_feed_forward(feed_forward) -> Verdict:
             lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2,
         ),
     ]
-    return check_function(
-        feed_forward, _reference_feed_forward, _feed_forward_cases(), mistakes, name="feed_forward"
+    cases = _feed_forward_cases()
+    verdict = check_function(
+        feed_forward, _reference_feed_forward, cases, mistakes, name="feed_forward"
     )
+    return with_exact_dtype(verdict, feed_forward, _reference_feed_forward, cases,
+                            "feed_forward", "return x's dtype")
 
 
 _SIZES = ((512, 2048), (1024, 4096), (64, 100), (6, 10), (32, 8))  # (d_model, d_ff)

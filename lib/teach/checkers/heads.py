@@ -19,6 +19,7 @@ import math
 
 import torch
 
+from lib.teach.checkers._dtypes import with_exact_dtype
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 
 __all__ = ["check_split_heads", "check_multi_head_attention"]
@@ -60,7 +61,10 @@ def check_split_heads(split_heads) -> Verdict:
             lambda x, h: x.reshape(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2),
         ),
     ]
-    return check_function(split_heads, _split, _split_cases(), mistakes, name="split_heads")
+    cases = _split_cases()
+    verdict = check_function(split_heads, _split, cases, mistakes, name="split_heads")
+    return with_exact_dtype(verdict, split_heads, _split, cases, "split_heads",
+                            "keep x's dtype (a view or reshape does)")
 
 
 def _mha(x_q, x_k, x_v, w_q, w_k, w_v, w_o, n_heads, mask=None, *, scale=None, merge="right",
@@ -208,5 +212,8 @@ def check_multi_head_attention(multi_head_attention) -> Verdict:
             _slip(merge="wrong"),
         ),
     ]
-    return check_function(multi_head_attention, _mha, _mha_cases(), mistakes,
-                          name="multi_head_attention")
+    cases = _mha_cases()
+    verdict = check_function(multi_head_attention, _mha, cases, mistakes,
+                             name="multi_head_attention")
+    return with_exact_dtype(verdict, multi_head_attention, _mha, cases, "multi_head_attention",
+                            "return x_q's dtype")

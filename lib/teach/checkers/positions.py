@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from lib.model.layers import sinusoidal_positional_encoding
+from lib.teach.checkers._dtypes import with_exact_dtype
 from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, check_function
 
 __all__ = ["check_sinusoidal_table", "check_apply_rope"]
@@ -104,9 +105,11 @@ def check_sinusoidal_table(sinusoidal_table) -> Verdict:
             one_based,
         ),
     ]
-    return check_function(
+    verdict = check_function(
         sinusoidal_table, sinusoidal_positional_encoding, cases, mistakes, name="sinusoidal_table"
     )
+    return with_exact_dtype(verdict, sinusoidal_table, sinusoidal_positional_encoding, cases,
+                            "sinusoidal_table", "return float32, as lib does (.float())")
 
 
 def _rotate_pairs(x: torch.Tensor, *, first: int = 0, sign: float = 1.0, same_angle: bool = False,
@@ -208,6 +211,8 @@ def check_apply_rope(apply_rope) -> Verdict:
     ]
     cases = _rope_cases()
     verdict = check_function(apply_rope, _rotate_pairs, cases, mistakes, name="apply_rope")
+    verdict = with_exact_dtype(verdict, apply_rope, _rotate_pairs, cases, "apply_rope",
+                               "return x's dtype (.to(x.dtype))")
     if verdict or verdict.mistake is not None or NOT_IMPLEMENTED in verdict.message:
         return verdict
     if check_function(apply_rope, _roformer, cases, name="apply_rope"):
