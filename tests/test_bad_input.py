@@ -216,3 +216,16 @@ def test_narrow_integer_ids_reach_the_embedding():
     ids = torch.tensor([[1, 2, 9]])
     for dtype in (torch.int8, torch.int16, torch.uint8, torch.int32):
         torch.testing.assert_close(emb(ids.to(dtype)), emb(ids))
+
+
+@pytest.mark.parametrize("pad_id", [None, True, 0.0, "0", torch.tensor([0, 1]), torch.tensor(0.0)])
+def test_padding_mask_refuses_a_pad_id_that_is_not_one_integer(pad_id):
+    # pad_id=None used to fail deep inside with "'bool' object is not subscriptable"
+    with pytest.raises(TypeError, match="pad_id must be one integer token id"):
+        lib.padding_mask(torch.tensor([[5, 7, 0]]), pad_id)
+
+
+def test_padding_mask_accepts_integer_pad_ids():
+    tokens = torch.tensor([[5, 7, 0]])
+    for pad_id in (0, torch.tensor(0)):
+        assert lib.padding_mask(tokens, pad_id)[0, 0, 0].tolist() == [True, True, False]

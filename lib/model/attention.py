@@ -13,6 +13,7 @@ broadcastable to the scores' shape (..., m, n).
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -134,6 +135,14 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
         raise ValueError(f"tokens must have shape (batch, length), got {shape(tokens)}")
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+    if isinstance(pad_id, torch.Tensor) and pad_id.dim() == 0 and not (
+        pad_id.is_floating_point() or pad_id.dtype == torch.bool
+    ):
+        pad_id = int(pad_id)
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+        raise TypeError(
+            f"pad_id must be one integer token id, got {pad_id!r} ({type(pad_id).__name__})"
+        )
     return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, n)
 
 
