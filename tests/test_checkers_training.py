@@ -120,6 +120,21 @@ def test_smoothing_checker_names_each_mistake(mistake):
     assert "?" in verdict.message
 
 
+@pytest.mark.parametrize("call", ["functional", "module"])
+def test_smoothing_checker_refuses_the_reference_call(call):
+    def one_liner(z, t, e, p):
+        flat, ids = z.reshape(-1, z.shape[-1]), t.reshape(-1)
+        if call == "functional":
+            return torch.nn.functional.cross_entropy(flat, ids, ignore_index=p, label_smoothing=e)
+        return torch.nn.CrossEntropyLoss(ignore_index=p, label_smoothing=e)(flat, ids)
+
+    verdict = lib.check_label_smoothed_loss(one_liner)
+    assert not verdict and verdict.mistake == "calls F.cross_entropy"
+    assert "from the formula" in verdict.message
+    # the refusal does not leak: a solution written from the formula still passes after it
+    assert lib.check_label_smoothed_loss(smoothing_ok)
+
+
 def test_smoothing_checker_catches_a_hard_coded_pad_id():
     verdict = lib.check_label_smoothed_loss(lambda z, t, e, p: smoothing_ok(z, t, e, 0))
     assert not verdict
@@ -157,6 +172,11 @@ BEAM_WRONG = {
         _flat_top(s, lp, k).indices // k,
         _flat_top(s, lp, k).indices % k,
     ),
+    "parent is a float tensor (true division /)": lambda s, lp, k: (
+        _flat_top(s, lp, k).values,
+        torch.true_divide(_flat_top(s, lp, k).indices, lp.shape[-1]),
+        _flat_top(s, lp, k).indices % lp.shape[-1],
+    ),
     "parent and token swapped": lambda s, lp, k: (
         _flat_top(s, lp, k).values,
         _flat_top(s, lp, k).indices % lp.shape[-1],
@@ -178,6 +198,15 @@ def test_beam_step_checker_names_each_mistake(mistake):
     assert "?" in verdict.message
 
 
+def test_beam_step_checker_refuses_float_parents_naming_the_dtype():
+    def floored_float(scores, log_probs, beam_size):  # right values, float dtype
+        new, parent, token = beam_step_ok(scores, log_probs, beam_size)
+        return new, parent.float(), token
+
+    verdict = lib.check_beam_step(floored_float)
+    assert not verdict and "int64" in verdict.message and "float" in verdict.message
+
+
 def test_beam_step_checker_wants_the_best_first():
     def ascending(scores, log_probs, beam_size):
         new, parent, token = beam_step_ok(scores, log_probs, beam_size)
@@ -190,3 +219,32 @@ def test_every_named_mistake_is_tested():
     assert mistake_names(lib.check_noam_lr, NOAM_WRONG) == set(NOAM_WRONG)
     assert mistake_names(lib.check_label_smoothed_loss, SMOOTHING_WRONG) == set(SMOOTHING_WRONG)
     assert mistake_names(lib.check_beam_step, BEAM_WRONG) == set(BEAM_WRONG)
+
+
+# --- the warm-up prediction ------------------------------------------------------------------
+
+
+def test_warmup_outcome_reads_every_seed():
+    losses = {"post-LN, no warm-up": [3.3, 3.2], "post-LN, warm-up": [1.4, 1.8],
+              "pre-LN, no warm-up": [1.1, 2.9], "pre-LN, warm-up": [1.2, 1.0]}
+    assert lib.warmup_outcome(losses) == {
+        "post-LN, no warm-up": "stalls", "post-LN, warm-up": "learns",
+        "pre-LN, no warm-up": "differs between seeds", "pre-LN, warm-up": "learns"}
+    with pytest.raises(ValueError, match="keys"):
+        lib.warmup_outcome({"post-LN, no warm-up": [3.3]})
+    with pytest.raises(ValueError, match="empty"):
+        lib.warmup_outcome({**losses, "pre-LN, warm-up": []})
+
+
+def test_warmup_prediction_checker():
+    outcome = {"post-LN, no warm-up": "stalls", "post-LN, warm-up": "learns",
+               "pre-LN, no warm-up": "learns", "pre-LN, warm-up": "learns"}
+    blank = dict.fromkeys(outcome, "?")
+    verdict = lib.check_warmup_prediction(blank, outcome)
+    assert not verdict and "not filled in" in verdict.message
+    assert lib.check_warmup_prediction(dict(outcome), outcome)
+    all_learn = dict.fromkeys(outcome, "learns")
+    verdict = lib.check_warmup_prediction(all_learn, outcome)
+    assert not verdict and "1 of 4" in verdict.message
+    with pytest.raises(ValueError, match="keys"):
+        lib.check_warmup_prediction({"post-LN": "learns"}, outcome)

@@ -66,3 +66,27 @@ def test_batch_bad_input():
         make_batch([("2019_03_07", "March 7, 2019")], DATE_VOCAB)
     with pytest.raises(TypeError):
         make_batch([("a", "b")], {"a": 1})
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [(0.0, TypeError), (torch.tensor(0), TypeError), (torch.tensor([0, 1]), TypeError),
+     (None, TypeError), (True, TypeError), (-1, ValueError)],
+)
+def test_batch_from_ids_refuses_a_bad_special_id(bad, error):
+    # A float or tensor pad_id used to build a batch whose masks compare against it
+    # silently; every special id must be an int token id, named in the error.
+    from lib.train.data import batch_from_ids
+    for name in ("pad_id", "bos_id", "eos_id"):
+        ids = {"pad_id": 0, "bos_id": 1, "eos_id": 2, name: bad}
+        with pytest.raises(error, match=name):
+            batch_from_ids([[3, 4]], [[5]], **ids)
+
+
+def test_batch_from_ids_refuses_empty_or_unequal_rows():
+    from lib.train.data import batch_from_ids
+
+    with pytest.raises(ValueError, match="src_rows and tgt_rows"):
+        batch_from_ids([], [], 0, 1, 2)
+    with pytest.raises(ValueError, match="src_rows and tgt_rows"):
+        batch_from_ids([[3]], [[4], [5]], 0, 1, 2)

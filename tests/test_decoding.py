@@ -59,6 +59,17 @@ def test_beam_of_one_is_greedy_on_the_scripted_model():
     assert beam_search(ScriptedModel(), src, 1, 5, BOS, EOS, PAD).tolist() == [[A, EOS]]
 
 
+def test_beam_of_one_is_greedy_only_without_a_length_penalty():
+    # After BOS: EOS 0.52, A 0.48; after A: EOS 1. By hand, with GNMT's lp:
+    # "EOS" scores ln 0.52 / lp(1) = -0.654; "A EOS" ln 0.48 / lp(2) = -0.734 / (7/6)^α,
+    # which is -0.629 for α = 1: the one-wide beam sets the greedy EOS aside.
+    table = {(BOS,): {EOS: 0.52, A: 0.48}, (BOS, A): {EOS: 1.0}}
+    model, src = lib.ScriptedModel(table, vocab_size=5), torch.tensor([[A]])
+    assert greedy_decode(model, src, 5, BOS, EOS, PAD).tolist() == [[EOS]]
+    assert beam_search(model, src, 1, 5, BOS, EOS, PAD).tolist() == [[EOS]]
+    assert beam_search(model, src, 1, 5, BOS, EOS, PAD, length_penalty=1.0).tolist() == [[A, EOS]]
+
+
 def _random_model(seed=0):
     torch.manual_seed(seed)
     return lib.Transformer(12, 12, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.1, max_len=64)

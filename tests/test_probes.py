@@ -138,3 +138,67 @@ def test_ablation_hiding_changes_only_the_chosen_rows():
     assert a in (0.0, 1.0) and b in (0.0, 1.0)
     with pytest.raises(ValueError):
         lib.cross_attention_ablation(model, pairs, DATE_VOCAB, rows=lambda s, t: [])
+
+
+def test_row_probe_gives_the_rows_probabilities_and_attention():
+    model = _small_model()
+    pairs = [("2019-3-7", "March 7, 2019"), ("1987-11-23", "November 23, 1987")]
+    last = lambda s, t: len(t) - 1  # the row that writes the last year digit
+    probs, weights = lib.row_probe(model, pairs, DATE_VOCAB, last)
+    assert probs.shape == (2, len(DATE_VOCAB)) and weights.shape == (2, 10)
+    for i, (source, target) in enumerate(pairs):
+        # one pair alone, through the model's own forward pass
+        batch = lib.make_batch([(source, target)], DATE_VOCAB)
+        with torch.no_grad():
+            logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask,
+                           tgt_mask=batch.tgt_mask)
+        assert torch.allclose(probs[i], logits[0, len(target) - 1].softmax(-1), atol=1e-6)
+        # the weights the last layer records itself in eval mode, averaged over heads
+        recorded = model.decoder_layers[-1].cross_attn.attention_weights  # (1, h, m, n)
+        n = len(source)
+        assert torch.allclose(weights[i, :n], recorded[0, :, len(target) - 1].mean(0), atol=1e-6)
+        assert float(weights[i, n:].abs().sum()) == 0.0  # PAD columns
+    with pytest.raises(ValueError, match="pairs"):
+        lib.row_probe(model, [], DATE_VOCAB, last)
+    with pytest.raises(ValueError, match="row"):
+        lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: len(t) + 1)
+
+
+def test_ablation_all_rows_hides_from_every_row_and_refuses_no_pairs():
+    model = _small_model()
+    pairs = [("2019-03-07", "March 7, 2019"), ("1987-11-23", "November 23, 1987")]
+    everything = lambda s: list(range(len(s)))
+    rows = lambda s, t: [len(t) - 1]
+    # with every position hidden from every row the decoder never reads the source, so
+    # the accuracy equals that of a model whose memory is cut off entirely
+    blind = lib.cross_attention_ablation(model, pairs, DATE_VOCAB, rows, everything,
+                                         all_rows=True)
+    batch = lib.make_batch(pairs, DATE_VOCAB)
+    model.eval()
+    with torch.no_grad():
+        memory = model.encode(batch.src, src_mask=batch.src_mask)
+        none = torch.zeros_like(batch.src_mask)
+        logits = model.decode(batch.tgt_in, memory, src_mask=none, tgt_mask=batch.tgt_mask)
+    idx = torch.arange(2), torch.tensor([len(t) - 1 for _, t in pairs])
+    expected = float((logits.argmax(-1)[idx] == batch.tgt_out[idx]).float().mean())
+    assert blind == expected
+    with pytest.raises(ValueError, match="pairs"):
+        lib.cross_attention_ablation(model, [], DATE_VOCAB, rows)
+    with pytest.raises(TypeError, match="all_rows"):
+        lib.cross_attention_ablation(model, pairs, DATE_VOCAB, rows, all_rows=1)
+
+
+def test_warmup_runs_in_processes_equal_the_runs_in_turn():
+    dates = lib.make_date_split(n_held_out=1500, seed=0).train
+    here = lib.warmup_runs(dates, [0], steps=2, workers=1)
+    pooled = lib.warmup_runs(dates, [0], steps=2, workers=2)
+    assert list(here) == ["post-LN, no warm-up", "post-LN, warm-up",
+                          "pre-LN, no warm-up", "pre-LN, warm-up"]
+    assert here == pooled
+    # warm-up only changes the rate, so the first step's loss is the same with or without
+    assert here["post-LN, warm-up"][0][0] == here["post-LN, no warm-up"][0][0]
+    assert here["post-LN, warm-up"][0][1] != here["post-LN, no warm-up"][0][1]
+    with pytest.raises(ValueError, match="seeds"):
+        lib.warmup_runs(dates, [])
+    with pytest.raises(ValueError, match="workers"):
+        lib.warmup_runs(dates, [0], workers=0)

@@ -71,3 +71,28 @@ def test_fit_bad_arguments():
         fit(model, lambda s: None, 0, opt)
     with pytest.raises(ValueError, match="evaluate"):
         fit(model, lambda s: None, 5, opt, target=0.9)
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.0, float("nan"), float("inf"), "1.0", True])
+def test_fit_and_train_step_refuse_a_bad_clip_norm(clip):
+    # clip_grad_norm_ silently accepts a negative or NaN max_norm; lib refuses it before
+    # any step is taken (the weights are unchanged)
+    model = _small()
+    opt, sched = noam_optimizer(model, 16, 20)
+    batch = make_batch([("2019-3-7", "March 7, 2019")], DATE_VOCAB)
+    before = [p.detach().clone() for p in model.parameters()]
+    error = TypeError if isinstance(clip, (str, bool)) else ValueError
+    with pytest.raises(error, match="clip_norm"):
+        fit(model, lambda s: batch, 2, opt, sched, clip_norm=clip)
+    with pytest.raises(error, match="clip_norm"):
+        train_step(model, batch, opt, sched, clip_norm=clip)
+    assert all(torch.equal(p, q) for p, q in zip(before, model.parameters()))
+
+
+def test_fit_refuses_a_bad_eval_every():
+    model = _small()
+    opt, _ = noam_optimizer(model, 16, 20)
+    with pytest.raises(ValueError, match="eval_every"):
+        fit(model, lambda s: None, 5, opt, evaluate=lambda: 1.0, eval_every=-1)
+    with pytest.raises(TypeError, match="eval_every"):
+        fit(model, lambda s: None, 5, opt, evaluate=lambda: 1.0, eval_every=2.5)

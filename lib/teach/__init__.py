@@ -54,6 +54,9 @@ from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
     cross_attention_ablation,
     cross_attention_maps,
     date_fields,
+    row_probe,
+    warmup_run,
+    warmup_runs,
 )
 
 __all__ += [
@@ -63,6 +66,9 @@ __all__ += [
     "cross_attention_ablation",
     "cross_attention_maps",
     "date_fields",
+    "row_probe",
+    "warmup_run",
+    "warmup_runs",
 ]
 
 from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention  # noqa: E402

@@ -13,19 +13,29 @@ Introduced in chapter 8 (training).
   cross-attention of chosen decoder rows, and measure how often those rows
   still predict the right character. Attention weights say where a row looks;
   the ablation says what the row needs.
+- `row_probe`: for one decoder row per pair, its next-token probabilities
+  and where its cross-attention looks (why the 2040s stop after "204").
 - `date_fields`: where the year, the dashes, the month and the day sit in a
   source of the date task.
+- `warmup_runs`: the Play section's table, post-LN and pre-LN with and without
+  warm-up, each setting on several seeds; the runs are independent, so they run
+  in parallel processes (one thread each: the same losses as one after another).
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import random
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from lib._checks import require_bool
 from lib.model.attention import causal_mask
 from lib.train.data import make_batch
 
@@ -35,7 +45,10 @@ __all__ = [
     "beam_trace",
     "cross_attention_maps",
     "cross_attention_ablation",
+    "row_probe",
     "date_fields",
+    "warmup_run",
+    "warmup_runs",
 ]
 
 
@@ -173,6 +186,11 @@ def cross_attention_maps(model, source: str, target: str, vocab, layer: int = -1
     records.
     """
     batch = make_batch([(source, target)], vocab)
+    return _cross_weights(model, batch, layer)[0]  # (h, m, n)
+
+
+def _cross_weights(model, batch, layer: int) -> torch.Tensor:
+    """Cross-attention weights (B, h, m, n) of decoder layer ``layer`` on a batch."""
     attn = model.decoder_layers[layer].cross_attn
     seen = {}
 
@@ -188,12 +206,42 @@ def cross_attention_maps(model, source: str, target: str, vocab, layer: int = -1
     finally:
         handle.remove()
     h, d_k = attn.n_heads, attn.d_k
-    q = attn.w_q(seen["query"]).view(1, -1, h, d_k).transpose(1, 2)  # (1, h, m, d_k)
-    k = attn.w_k(seen["key"]).view(1, -1, h, d_k).transpose(1, 2)  # (1, h, n, d_k)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (1, h, m, n)
+    B = batch.src.shape[0]
+    q = attn.w_q(seen["query"]).view(B, -1, h, d_k).transpose(1, 2)  # (B, h, m, d_k)
+    k = attn.w_k(seen["key"]).view(B, -1, h, d_k).transpose(1, 2)  # (B, h, n, d_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, h, m, n)
     if seen["mask"] is not None:
         scores = scores.masked_fill(~seen["mask"], float("-inf"))
-    return scores.softmax(dim=-1)[0]  # (h, m, n)
+    return scores.softmax(dim=-1)  # (B, h, m, n)
+
+
+@torch.no_grad()
+def row_probe(
+    model, pairs: Sequence[tuple[str, str]], vocab, row: Callable[[str, str], int],
+    layer: int = -1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """What one decoder row predicts, and where it looks, for each pair (chapter 8).
+
+    ``row(source, target)`` names one decoder row per pair (row r predicts
+    target[r]; r = len(target) predicts EOS). Under teacher forcing, returns
+    ``probs`` (P, |V|), that row's next-token probabilities, and ``weights``
+    (P, n), its cross-attention in decoder layer ``layer`` averaged over the
+    heads, over source positions (n: the longest source; PAD columns get 0).
+    """
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("pairs is empty: row_probe needs at least one (source, target) pair")
+    rows = [row(source, target) for source, target in pairs]
+    for (source, target), r in zip(pairs, rows):
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= len(target):
+            raise ValueError(f"row() must give a row in [0, {len(target)}] for {target!r}, got {r!r}")
+    batch = make_batch(pairs, vocab)
+    model.eval()
+    logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)
+    index = torch.arange(len(pairs)), torch.tensor(rows)
+    probs = logits.softmax(dim=-1)[index]  # (P, |V|)
+    weights = _cross_weights(model, batch, layer).mean(dim=1)[index]  # (P, n)
+    return probs, weights
 
 
 @torch.no_grad()
@@ -203,6 +251,7 @@ def cross_attention_ablation(
     vocab,
     rows: Callable[[str, str], Sequence[int]],
     hide: Callable[[str], Sequence[int]] = lambda source: (),
+    all_rows: bool = False,
 ) -> float:
     """Accuracy of chosen decoder rows when chosen source positions are hidden.
 
@@ -212,8 +261,17 @@ def cross_attention_ablation(
     decoder layer, may not look at those positions; the encoder and the other
     rows see everything. Under teacher forcing, returns the fraction of the
     chosen rows whose most probable next token is the right one.
+
+    What "hidden" does not cut: the chosen rows still read, through decoder
+    self-attention, the states of earlier rows that saw the whole source. With
+    ``all_rows=True`` the positions are hidden from every decoder row of the
+    pair, which closes that indirect path (the encoder still mixes the source).
     """
-    batch = make_batch(list(pairs), vocab)
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("pairs is empty: the ablation needs at least one (source, target) pair")
+    require_bool("all_rows", all_rows)
+    batch = make_batch(pairs, vocab)
     B, n = batch.src.shape
     m = batch.tgt_in.shape[1]
     cross = batch.src_mask.expand(B, 1, m, n).clone()  # (B, 1, m, n)
@@ -222,7 +280,10 @@ def cross_attention_ablation(
         for r in rows(source, target):
             chosen[b, r] = True
             for j in hide(source):
-                cross[b, 0, r, j] = False
+                if all_rows:
+                    cross[b, 0, :, j] = False
+                else:
+                    cross[b, 0, r, j] = False
     if not bool(chosen.any()):
         raise ValueError("rows() chose no decoder row")
     model.eval()
@@ -244,3 +305,85 @@ def date_fields(source: str) -> dict[str, list[int]]:
         "month": list(range(first + 1, last)),
         "day": list(range(last + 1, len(source))),
     }
+
+
+def warmup_run(
+    dates, norm_first: bool, warmup_steps: int, seed: int, steps: int = 150,
+    lr: float = 4.4e-3, clip_norm: float | None = 1.0, batch_size: int = 64,
+) -> list[float]:
+    """One run of chapter 8's warm-up table; returns the loss of every step.
+
+    A 6+6-layer `lib.Transformer` of the chapter's width (d_model 64, 4 heads,
+    d_ff 256, dropout 0.1), post-LN or pre-LN (``norm_first``), trained on
+    batches of ``batch_size`` date pairs drawn from ``dates`` with Adam
+    (β = (0.9, 0.98), ε = 1e-9) at the constant rate ``lr``, ramped up linearly
+    over the first ``warmup_steps`` steps (0: no warm-up), label smoothing 0.1
+    and, like the chapter's main run, gradient clipping at ``clip_norm``.
+    ``seed`` seeds the weights, the dropout and the batches.
+    """
+    from lib.model.transformer import TransformerConfig
+    from lib.train.dates import DATE_VOCAB, sample_pairs
+    from lib.train.training import fit
+
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be an int >= 0, got {warmup_steps!r}")
+    torch.manual_seed(seed)
+    deep = TransformerConfig(
+        src_vocab_size=len(DATE_VOCAB), tgt_vocab_size=len(DATE_VOCAB), d_model=64,
+        n_heads=4, n_layers=6, d_ff=256, dropout=0.1, max_len=64, norm_first=norm_first,
+    ).build()
+    opt = torch.optim.Adam(deep.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    ramp = lambda i: min(1.0, (i + 1) / warmup_steps) if warmup_steps else 1.0  # noqa: E731
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, ramp)  # LambdaLR counts from 0
+    rng = random.Random(seed)
+    batches = lambda step: make_batch(sample_pairs(dates, batch_size, rng), DATE_VOCAB)  # noqa: E731
+    return fit(deep, batches, steps, opt, sched, label_smoothing=0.1, clip_norm=clip_norm).losses
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def _run_one(job: tuple) -> list[float]:
+    dates, norm_first, warmup_steps, seed, kw = job
+    return warmup_run(dates, norm_first, warmup_steps, seed, **kw)
+
+
+def warmup_runs(
+    dates, seeds: Sequence[int], warmup_steps: int = 100, workers: int | None = None, **kw
+) -> dict[str, list[list[float]]]:
+    """The four settings of chapter 8's warm-up table, each on every seed.
+
+    Returns {"post-LN, no warm-up": [losses of seed 0, losses of seed 1, ...],
+    "post-LN, warm-up": ..., "pre-LN, no warm-up": ..., "pre-LN, warm-up": ...}.
+    The runs are independent and each uses one thread, so they run in
+    ``workers`` processes (default: as many as there are CPUs, at most the number
+    of runs) and give the same losses as one after another; ``workers=1`` runs
+    them here. Other keywords go to `warmup_run`.
+    """
+    seeds = list(seeds)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of ints, got {seeds!r}")
+    settings = {
+        "post-LN, no warm-up": (False, 0), "post-LN, warm-up": (False, warmup_steps),
+        "pre-LN, no warm-up": (True, 0), "pre-LN, warm-up": (True, warmup_steps),
+    }
+    dates = list(dates)
+    jobs = [(dates, nf, w, seed, kw) for nf, w in settings.values() for seed in seeds]
+    if workers is None:
+        workers = min(len(jobs), os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if workers == 1:  # here, on one thread too, so that the losses are the same
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            losses = [_run_one(job) for job in jobs]
+        finally:
+            torch.set_num_threads(threads)
+    else:
+        context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread) as pool:
+            losses = list(pool.map(_run_one, jobs))
+    n = len(seeds)
+    return {name: losses[i * n:(i + 1) * n] for i, name in enumerate(settings)}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib._checks import shape
+from lib._checks import require_token_id, shape
 from lib.model.attention import causal_mask, padding_mask
 
 __all__ = [
@@ -145,7 +145,17 @@ def batch_from_ids(src_rows, tgt_rows, pad_id: int, bos_id: int, eos_id: int, de
 
     The one place a sequence-to-sequence batch is put together: `make_batch`
     (characters) and `lib.make_translation_batch` (subwords) both end here.
+    ``pad_id``, ``bos_id`` and ``eos_id`` must be int token ids (a float or a
+    tensor would silently become a PAD id the masks never match).
     """
+    for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
+        require_token_id(name, value)
+    src_rows, tgt_rows = list(src_rows), list(tgt_rows)
+    if not src_rows or len(src_rows) != len(tgt_rows):
+        raise ValueError(
+            f"src_rows and tgt_rows must be non-empty and of equal length, got "
+            f"{len(src_rows)} and {len(tgt_rows)} rows"
+        )
     src = _pad(src_rows, pad_id)  # (B, n)
     tgt_in = _pad([[bos_id, *t] for t in tgt_rows], pad_id)  # (B, m): BOS + target
     tgt_out = _pad([[*t, eos_id] for t in tgt_rows], pad_id)  # (B, m): target + EOS

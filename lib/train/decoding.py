@@ -200,7 +200,8 @@ def beam_search(
     At every step each active hypothesis is extended by every token and the top
     2 × beam_size candidates are taken. Those that end in EOS *and* rank within
     the top beam_size join the finished list (as in fairseq and Hugging Face's
-    ``BeamHypotheses``; so beam_size 1 is exactly greedy decoding); the best
+    ``BeamHypotheses``; so with α = 0 a beam of 1 is exactly greedy decoding,
+    while with α > 0 it can set the greedy EOS aside and return a longer output); the best
     ``beam_size`` candidates that do not end in EOS refill the beam (at most
     beam_size candidates end in EOS, one per parent, so the beam never runs short).
 
@@ -215,9 +216,12 @@ def beam_search(
     row may run more steps than strictly needed. For α = 0 the bound is s itself.
     Otherwise the search stops after ``max_len`` tokens.
 
-    The output of a row is its best finished hypothesis. If none finished within
-    ``max_len`` tokens, it is the best active one (``max_len`` tokens, no EOS),
-    and ``finished`` says so: an unfinished result is never passed off as finished.
+    The output of a row is its best finished hypothesis. A finished hypothesis is
+    always preferred to an unfinished one, even one that reaches ``max_len`` with a
+    higher score (Hugging Face compares both; both policies are in use). If none
+    finished within ``max_len`` tokens, the output is the best active one
+    (``max_len`` tokens, no EOS), and ``finished`` says so: an unfinished result
+    is never passed off as finished.
 
     ``use_cache=True`` (a `lib.Transformer`) feeds the decoder only the newest token
     of each hypothesis and keeps the keys and values of the earlier ones in a
@@ -368,8 +372,13 @@ def sequence_log_prob(model, src, out, bos_id: int, eos_id: int, pad_id: int = 0
 
 
 def translate(model, sources, vocab, max_len: int = 32, beam_size: int = 1, batch_size: int = 256, **beam_kw):
-    """Strings in, strings out, with greedy decoding (beam_size 1) or beam search,
-    on the model's device."""
+    """Strings in, strings out, on the model's device.
+
+    ``beam_size=1`` with no other keyword is `greedy_decode`; any other beam size,
+    or any keyword (``length_penalty=...``, passed on), is `beam_search`. Its
+    default length penalty is α = 0 (raw log-probabilities), not the paper's 0.6:
+    pass ``length_penalty=0.6`` for the paper's decoder.
+    """
     sources = list(sources)
     device = _model_device(model)
     outputs = []
@@ -388,7 +397,9 @@ def translate(model, sources, vocab, max_len: int = 32, beam_size: int = 1, batc
 
 
 def exact_match(model, pairs, vocab, max_len: int = 32, beam_size: int = 1, **kw) -> float:
-    """Fraction of (source, target) pairs whose decoded output equals the target exactly."""
+    """Fraction of (source, target) pairs whose decoded output equals the target exactly
+    (decoded by `translate`: greedy for beam_size 1, else beam search with α = 0 unless
+    ``length_penalty`` is passed)."""
     pairs = list(pairs)
     if not pairs:
         raise ValueError("exact_match needs at least one pair")

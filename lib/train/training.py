@@ -150,6 +150,8 @@ def train_step(
     ``clip_norm`` the gradient's global norm is capped before the update (not in
     the paper; it tames the occasional loss spike of a small model).
     """
+    if clip_norm is not None:
+        require_number("clip_norm", clip_norm, positive=True)
     if hasattr(batch, "to"):
         batch = batch.to(_model_device(model))
     model.train()
@@ -214,6 +216,9 @@ def fit(
     """
     require_positive_int("steps", steps)
     require_probability("label_smoothing", label_smoothing)
+    require_int("eval_every", eval_every, minimum=0)
+    if clip_norm is not None:
+        require_number("clip_norm", clip_norm, positive=True)
     if target is not None and evaluate is None:
         raise ValueError("a target needs an evaluate() function to compare against")
     result = FitResult()

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.train.training import noam_lr as _noam_lr
 
-__all__ = ["check_noam_lr", "check_label_smoothed_loss", "check_beam_step"]
+__all__ = [
+    "check_noam_lr", "check_label_smoothed_loss", "check_beam_step",
+    "check_warmup_prediction", "warmup_outcome", "WARMUP_SETTINGS",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -133,13 +137,50 @@ def _as_tensor(fn):
     return wrapped
 
 
+class _CalledCrossEntropy(Exception):
+    """Raised inside the learner's function when it calls F.cross_entropy."""
+
+
+class _NoCrossEntropy(TorchFunctionMode):
+    """Refuse ``F.cross_entropy`` (and so ``nn.CrossEntropyLoss``, which calls it)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is F.cross_entropy:
+            raise _CalledCrossEntropy
+        return func(*args, **(kwargs or {}))
+
+
+def _calls_cross_entropy(fn, cases: list[Case]) -> bool:
+    """True when `fn` calls F.cross_entropy on any case (other errors are left to the checker)."""
+    for case in cases:
+        try:
+            with _NoCrossEntropy():
+                fn(*case.args)
+        except _CalledCrossEntropy:
+            return True
+        except Exception:  # NotImplementedError and the learner's bugs: reported later
+            pass
+    return False
+
+
 def check_label_smoothed_loss(label_smoothed_loss) -> Verdict:
     """Chapter 8, exercise: `label_smoothed_loss(logits, target, smoothing, pad_id)`.
 
     logits (..., |V|) float, target (...) class ids; the mean over non-PAD
     tokens of H(q, p), q = (1 - smoothing)·one-hot + smoothing/|V|. Returns a
-    0-d tensor, as ``F.cross_entropy(..., label_smoothing=, ignore_index=)``.
+    0-d tensor, as ``F.cross_entropy(..., label_smoothing=, ignore_index=)``
+    does; the exercise is to write it from the formula, so a function that
+    calls ``F.cross_entropy`` or ``nn.CrossEntropyLoss`` is refused.
     """
+    cases = _smoothing_cases()
+    if callable(label_smoothed_loss) and _calls_cross_entropy(label_smoothed_loss, cases):
+        return Verdict(
+            False,
+            "✗ label_smoothed_loss calls F.cross_entropy (or nn.CrossEntropyLoss), the "
+            "reference itself.\n  Write it from the formula: log_softmax, -log p(y), the "
+            "mean of -log p(k), and the PAD mask; compare with F.cross_entropy afterwards.",
+            mistake="calls F.cross_entropy",
+        )
 
     def k_minus_1(logits, target, smoothing, pad_id):
         per, keep = _smoothed_terms(logits.log_softmax(-1), target, smoothing, pad_id, "K-1")
@@ -194,7 +235,7 @@ def check_label_smoothed_loss(label_smoothed_loss) -> Verdict:
         ),
     ]
     return check_function(
-        _as_tensor(label_smoothed_loss), _reference_smoothed, _smoothing_cases(), mistakes,
+        _as_tensor(label_smoothed_loss), _reference_smoothed, cases, mistakes,
         name="label_smoothed_loss",
     )
 
@@ -238,7 +279,8 @@ def check_beam_step(beam_step) -> Verdict:
     log_probs (B, beam_size, |V|): log p(next token | hypothesis). Returns
     (new_scores, parent, token), each (B, beam_size), best first: the
     ``beam_size`` best extensions over all beam_size·|V| candidates of a row,
-    the hypothesis each extends (parent) and the token it adds.
+    the hypothesis each extends (parent) and the token it adds. parent and
+    token are int64 tensors (they index): a float parent fails, named.
     """
 
     def own_best(scores, log_probs, beam_size):
@@ -261,7 +303,19 @@ def check_beam_step(beam_step) -> Verdict:
         values, flat = (scores[..., None] + log_probs).reshape(B, K * V).topk(beam_size, dim=-1)
         return values, flat % V, flat // V
 
+    def float_parent(scores, log_probs, beam_size):
+        B, K, V = log_probs.shape
+        values, flat = (scores[..., None] + log_probs).reshape(B, K * V).topk(beam_size, dim=-1)
+        return values, flat / V, flat % V
+
     mistakes = [
+        Mistake(
+            "parent is a float tensor (true division /)",
+            "parent must be an integer (int64) tensor: it indexes the hypotheses "
+            "(ys[parent]), and a float such as 1.857 cannot. Did you write flat / |V| "
+            "(true division)? Use flat // |V| (or torch.div(flat, V, rounding_mode='floor')).",
+            float_parent,
+        ),
         Mistake(
             "top-k per hypothesis instead of over beam × vocabulary",
             "Each hypothesis took its own best token, so every hypothesis survives. Did "
@@ -288,3 +342,57 @@ def check_beam_step(beam_step) -> Verdict:
         ),
     ]
     return check_function(beam_step, _reference_beam_step, _beam_cases(), mistakes, name="beam_step")
+
+
+# ---------------------------------------------------------------------------
+# Prediction: warm-up × post-LN/pre-LN (the Play section's 2 × 2 table)
+# ---------------------------------------------------------------------------
+
+WARMUP_SETTINGS = (
+    "post-LN, no warm-up", "post-LN, warm-up", "pre-LN, no warm-up", "pre-LN, warm-up",
+)
+OUTCOMES = ("learns", "stalls")
+
+
+def warmup_outcome(last_losses: dict, learns_below: float = 2.5, stalls_above: float = 3.0) -> dict:
+    """What each setting did on every seed: "learns", "stalls" or "differs between seeds".
+
+    ``last_losses`` maps each of `WARMUP_SETTINGS` to the mean loss of its last 25
+    steps, one value per seed. A setting learns if it ends below ``learns_below`` on
+    every seed, stalls if it ends above ``stalls_above`` on every seed.
+    """
+    if set(last_losses) != set(WARMUP_SETTINGS):
+        raise ValueError(f"last_losses must have the keys {WARMUP_SETTINGS}, got {sorted(last_losses)}")
+    outcome = {}
+    for setting, values in last_losses.items():
+        values = [float(v) for v in values]
+        if not values:
+            raise ValueError(f"last_losses[{setting!r}] is empty: give one value per seed")
+        if all(v < learns_below for v in values):
+            outcome[setting] = "learns"
+        elif all(v > stalls_above for v in values):
+            outcome[setting] = "stalls"
+        else:
+            outcome[setting] = "differs between seeds"
+    return outcome
+
+
+def check_warmup_prediction(my_prediction: dict, outcome: dict) -> Verdict:
+    """Chapter 8, prediction: the learner's "learns"/"stalls" for each of the four settings
+    of the warm-up table, against what the runs did (`warmup_outcome`)."""
+    if not isinstance(my_prediction, dict) or set(my_prediction) != set(WARMUP_SETTINGS):
+        raise ValueError(f"my_prediction must have the keys {WARMUP_SETTINGS}")
+    missing = [s for s in WARMUP_SETTINGS if my_prediction[s] not in OUTCOMES]
+    if missing:
+        return Verdict(
+            False,
+            "✗ prediction: not filled in yet. Write \"learns\" or \"stalls\" for: "
+            + "; ".join(missing) + ".",
+        )
+    wrong = [s for s in WARMUP_SETTINGS if my_prediction[s] != outcome[s]]
+    lines = [f"  {s:20s} you: {my_prediction[s]:7s} runs: {outcome[s]}" for s in WARMUP_SETTINGS]
+    if not wrong:
+        return Verdict(True, "✓ all four predictions match the runs.\n" + "\n".join(lines))
+    return Verdict(
+        False, f"✗ {len(wrong)} of 4 predictions differ from the runs.\n" + "\n".join(lines)
+    )
