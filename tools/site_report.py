@@ -88,14 +88,16 @@ def toc_pages(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
 def page_cells(page: str) -> list[tuple[int, str]]:
     """For each cell the page shows (in order): its index in the notebook and its first line.
 
-    myst-nb drops the cells tagged remove-cell; every other code cell becomes a div.cell."""
+    myst-nb drops the cells tagged remove-cell, and the install cell (_ext/notebook_page.py);
+    every other code cell becomes a div.cell."""
     path = ROOT / f"{page}.ipynb"
     if not path.exists():
         return []
     shown = []
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
-        if cell["cell_type"] == "code" and "remove-cell" not in tags:
+        install = "".join(cell["source"]).startswith("# Colab or a fresh environment: install")
+        if cell["cell_type"] == "code" and "remove-cell" not in tags and not install:
             shown.append((index, "".join(cell["source"]).split("\n")[0][:70]))
     return shown
 
