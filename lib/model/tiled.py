@@ -158,6 +158,7 @@ class _TiledAttention(torch.autograd.Function):
         m, n = q.shape[-2], k.shape[-2]
         scale = 1.0 / math.sqrt(q.shape[-1])
         work = _work_dtype(q.dtype)
+        # float16/bfloat16 inputs: float32 copies of q, k, v, out and dO, O(n·d) like the inputs
         q, k, v, out, d_out = (t.to(work) for t in (q, k, v, out, d_out))
         d_q, d_k, d_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         delta = (d_out * out).sum(dim=-1)  # (..., m): Σ_c dO_ic O_ic, the softmax's correction term
