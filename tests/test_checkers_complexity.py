@@ -119,7 +119,24 @@ def path_float_log(layer, n, k):
     return path_solution(layer, n, k)
 
 
+def path_conv_floor(layer, n, k):
+    if layer == "convolution":
+        return math.floor((n - 1) / (k - 1))
+    return path_solution(layer, n, k)
+
+
+def path_dilated_strict(layer, n, k):
+    if layer == "dilated":
+        layers, seen = 0, 1
+        while seen <= n:  # one layer too many when k**L == n
+            layers, seen = layers + 1, seen * k
+        return layers
+    return path_solution(layer, n, k)
+
+
 PATH_MISTAKES = [
+    (path_conv_floor, "convolution: rounded down instead of up"),
+    (path_dilated_strict, "dilated: k**L > n instead of k**L >= n"),
     (path_conv_like_recurrence, "a convolution stack counted like a recurrence (n - 1 layers)"),
     (path_recurrent_off_by_one, "recurrent: off by one (n steps instead of n - 1)"),
     (path_conv_off_by_one, "convolution: off by one (n / (k - 1) instead of (n - 1) / (k - 1))"),

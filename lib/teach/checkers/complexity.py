@@ -198,6 +198,18 @@ def check_max_path_length(max_path_length) -> Verdict:
             _with("convolution", lambda n, k: -(-n // (k - 1))),
         ),
         Mistake(
+            "convolution: rounded down instead of up",
+            "(n - 1) / (k - 1) layers is rarely a whole number, and a partial layer still "
+            "costs a layer: round up, -(-(n - 1) // (k - 1)), not (n - 1) // (k - 1).",
+            _with("convolution", lambda n, k: (n - 1) // (k - 1)),
+        ),
+        Mistake(
+            "dilated: k**L > n instead of k**L >= n",
+            "L layers see k**L positions, so they are enough as soon as k**L equals n. "
+            "Stop at the smallest L with k**L >= n.",
+            _with("dilated", lambda n, k: next(L for L in range(n + 1) if k**L > n)),
+        ),
+        Mistake(
             "dilated: the logarithm in the wrong base",
             "With dilations 1, k, k², ... L layers see k**L positions. "
             "Did you take log base 2 (or e) instead of log base k?",
