@@ -168,3 +168,13 @@ def test_feed_forward_wrong_float_dtype_is_named():
 
     verdict = lib.check_feed_forward(as_float32)
     assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message
+
+
+def test_checkers_leave_the_global_random_state_alone():
+    """A chapter's later random draws must not depend on whether the reader ran a checker."""
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    lib.check_feed_forward(feed_forward)
+    lib.check_ffn_parameter_count(ffn_parameter_count)
+    torch.testing.assert_close(torch.rand(3), expected)

@@ -48,7 +48,8 @@ def with_exact_dtype(verdict: Verdict, fn: Callable, reference: Callable, cases:
     """
     if verdict.mistake is not None or NOT_IMPLEMENTED in verdict.message:
         return verdict
-    wrong = _first_wrong_dtype(fn, reference, cases)
+    with torch.random.fork_rng(devices=[]):  # a second pass must not move the reader's RNG
+        wrong = _first_wrong_dtype(fn, reference, cases)
     if wrong is None:
         return verdict
     i, got, want = wrong

@@ -43,7 +43,8 @@ def _feed_forward_cases() -> list[Case]:
 def _reference_feed_forward(x, w1, b1, w2, b2):
     """`lib.PositionwiseFeedForward` with the given weights (nn.Linear stores W^T)."""
     d_model, d_ff = w1.shape
-    ffn = PositionwiseFeedForward(d_model, d_ff).to(x.dtype).eval()
+    with torch.random.fork_rng(devices=[]):  # the reader's random state stays as it was
+        ffn = PositionwiseFeedForward(d_model, d_ff).to(x.dtype).eval()
     with torch.no_grad():
         ffn.linear1.weight.copy_(w1.T)
         ffn.linear1.bias.copy_(b1)
@@ -94,8 +95,9 @@ _SIZES = ((512, 2048), (1024, 4096), (64, 100), (6, 10), (32, 8))  # (d_model, d
 
 
 def _reference_parameter_count(d_model: int, d_ff: int) -> int:
-    """Counted from `lib.PositionwiseFeedForward` itself."""
-    return sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
+    """Counted from `lib.PositionwiseFeedForward` itself (the global random state untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        return sum(p.numel() for p in PositionwiseFeedForward(d_model, d_ff).parameters())
 
 
 def _integral_as_int(fn):
