@@ -18,7 +18,11 @@ axe-core by tests/browser/test_site.py).
 * Widgets drawn from stored state: accessibility/static/course-a11y.js names slider
   handles after their labels and gives widget images their description as alt text.
 * Narrow screens: accessibility/static/course-a11y.css lets wide equations, tables and
-  outputs scroll inside their own box.
+  outputs scroll inside their own box; on phones a figure much wider than the column keeps
+  a legible size and scrolls inside its output box (course-layout.css, course-a11y.js).
+* Laptop screens (issue 27): accessibility/static/course-layout.css gives the article the
+  width of the page's right-hand column from 1200 px on (the page's table of contents
+  opens as a drawer, as below 1200 px), so 88-character code lines fit at 1280 px.
 """
 
 from __future__ import annotations
@@ -87,5 +91,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", set_figure_alts)
     app.connect("html-page-context", rewrite_body)
     app.add_css_file("course-a11y.css")
+    app.add_css_file("course-layout.css")
     app.add_js_file("course-a11y.js")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,6 +26,19 @@ page-relative here, so even a missing module never leaves the site.
 sphinx-thebe's two scripts (which name unpkg) are dropped from the pages
 while no thebe launch button is configured.
 
+One copy of each front-end file, and no source maps (issue 27: a chapter with
+a widget loaded 7.9 MB). From the widget manager's dist/ only ``embed-amd.js``
+is copied: it defines the module ``.../dist/libembed-amd`` itself, so the
+separate ``libembed-amd.js`` (the same 3.6 MB) is never requested, and of the
+FontAwesome 4 fonts it declares only the woff2 files, which every browser the
+book supports picks first. The theme draws its icons twice over: with the
+FontAwesome web fonts of its style sheet and with ``fontawesome.js`` (1.5 MB),
+which replaces each icon by an SVG; the script is dropped from the pages and
+the icons come from the web fonts (woff2; their ttf copies go). Source maps
+(``*.map``, 3.4 MB) and the comments that name them are removed, and so are
+the theme's translation catalogues (``_static/locales``, read by Sphinx at
+build time, never by a page). tests/browser/test_site.py checks the result.
+
 Each widget module named in a page's stored widget state must have a local
 copy, or the build warns (an error under ``-W``): the modules built into the
 html-manager (``@jupyter-widgets/base``, ``controls``, ``output``) need none;
@@ -89,12 +102,24 @@ def _mathjax_skip(directory: str, names: list[str]) -> set[str]:
     return set()
 
 
+def _widget_manager_skip(directory: str, names: list[str]) -> set[str]:
+    """Keep the entry point and the woff2 fonts; the rest duplicates them (see above)."""
+    return {n for n in names if n != "embed-amd.js" and not n.endswith(".woff2")}
+
+
 # (source inside node_modules/, destination inside _static/offline/, what to leave out)
 COPIES = [
     ("mathjax/es5", "mathjax", _mathjax_skip),
     ("requirejs/require.js", "require.js", None),
-    ("@jupyter-widgets/html-manager/dist", "html-manager", shutil.ignore_patterns("*.map", "embed.js", "embed.js.*")),
+    ("@jupyter-widgets/html-manager/dist", "html-manager", _widget_manager_skip),
 ]
+
+
+# A comment naming a source map, alone at the start of a line (the same words inside the
+# bundled code's strings are left alone); the ";" that may follow it stays.
+SOURCE_MAP_COMMENT = re.compile(r"^(//# sourceMappingURL=\S+?\.map|/\*# sourceMappingURL=\S+?\.map ?\*/)", re.M)
+# The theme's icon script (the same icons as its web fonts, as SVG).
+ICON_SCRIPT = re.compile(r'<script defer(?:="defer")? src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
 
 
 def _node_modules(app: Sphinx) -> Path:
@@ -189,6 +214,13 @@ def rewrite_page_scripts(app: Sphinx, pagename: str, templatename: str, context:
             # default under the page's folder; map it to our copy.
             assets = context["pathto"](f"_static/{OUT}/html-manager", 1)
             paths = {"@jupyter-widgets/html-manager/dist": assets}
+            # The widget packages the manager bundles (base, controls and their 7.x
+            # versions) take their fonts' folder from their module's URL, by default
+            # "<page folder>/@jupyter-widgets/": point them at the manager's folder, which
+            # holds those fonts. (The theme's fontawesome.js used to draw widget icons
+            # itself, so the wrong folder went unnoticed.)
+            for name in ("base", "controls", "base7", "controls7", "output", "html-manager"):
+                paths[f"@jupyter-widgets/{name}"] = f"{assets}/{name}"
             for module in WIDGET_PACKAGES:
                 paths[module] = context["pathto"](f"_static/{OUT}/widgets/{module}/index", 1)
             body = (
@@ -214,6 +246,7 @@ def copy_assets(app: Sphinx, exception: Exception | None) -> None:
         target = out / "widgets" / module / "index.js"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / package / "dist" / "index.js", target)
+    remove_waste(Path(app.outdir))
     for module, spec, pagename in sorted(app.offline_widget_modules):
         package = WIDGET_PACKAGES.get(module)
         if package is None:
@@ -233,6 +266,27 @@ def copy_assets(app: Sphinx, exception: Exception | None) -> None:
                 type="offline",
                 subtype="widget",
             )
+
+
+def remove_waste(outdir: Path) -> None:
+    """Source maps, the theme's icon script, duplicate font formats, translation catalogues."""
+    static = outdir / "_static"
+    for path in list(static.rglob("*.map")):
+        path.unlink()
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        if "sourceMappingURL=" in text:
+            path.write_text(SOURCE_MAP_COMMENT.sub("", text), encoding="utf-8", errors="surrogateescape")
+    icons = static / "scripts" / "fontawesome.js"
+    for path in [icons, icons.with_name("fontawesome.js.LICENSE.txt")]:
+        path.unlink(missing_ok=True)
+    for path in (static / "vendor" / "fontawesome").rglob("*.ttf"):
+        path.unlink()
+    shutil.rmtree(static / "locales", ignore_errors=True)
+    for page in outdir.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "fontawesome.js" in text:
+            page.write_text(ICON_SCRIPT.sub("", text), encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict:

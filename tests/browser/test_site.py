@@ -49,6 +49,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -975,3 +976,178 @@ def test_notebook_figures_say_what_they_show(page):
     assert not undescribed, f"{page}: figures without a description (use lib.describe_figure): {undescribed}"
     for alt, _ in figures:
         assert len(alt.split()) >= 8, f"{page}: alt text too short to say what the figure shows: {alt!r}"
+
+
+# --------------------------------------------------------------------------- laptop width (issue 27)
+
+sys.path.insert(0, str(ROOT / "tools"))
+import site_report  # noqa: E402  (tools/site_report.py: the same measurement as `make site-report`)
+
+sys.path.remove(str(ROOT / "tools"))
+
+LAPTOP_WIDTHS = [1280, 1366]
+
+
+@pytest.fixture
+def laptop(browser, request):
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": request.param, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    yield browser
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize("laptop", LAPTOP_WIDTHS, indirect=True, ids=[f"{w}px" for w in LAPTOP_WIDTHS])
+def test_no_code_block_scrolls_sideways_on_a_laptop(laptop, base_url):
+    """At 1280 and 1366 CSS px no code block scrolls sideways: no cell input, no cell output,
+    no code block of the prose (scrollWidth > clientWidth counts as scrolling). Before issue 27,
+    422 of 745 blocks did at 1280 px."""
+    width = laptop.execute_script("return document.documentElement.clientWidth;")
+    scrolling, measured = [], 0
+    for page in PAGES:
+        log = open_page(laptop, base_url, html_path(page))
+        settle(laptop, page, log)
+        cells = site_report.page_cells(page)
+        blocks = laptop.execute_script(site_report.BLOCK_REPORT)
+        measured += len(blocks)
+        for b in blocks:
+            if b["over"] > 0:
+                index, first = cells[b["cell"]] if 0 <= b["cell"] < len(cells) else (None, b["text"])
+                where = f"cell {index}" if index is not None else "text"
+                scrolling.append(f"{page} {where} ({b['kind']}, {b['over']} px too wide): {first}")
+    assert measured > 400, f"only {measured} code blocks found: is the page structure what BLOCK_REPORT expects?"
+    assert not scrolling, f"at {width} px, {len(scrolling)} of {measured} code blocks scroll sideways:\n" + "\n".join(
+        scrolling
+    )
+
+
+@pytest.mark.parametrize("laptop", [1280], indirect=True, ids=["1280px"])
+def test_page_contents_open_as_a_drawer_on_a_laptop(laptop, base_url):
+    """At every width the page's table of contents is a drawer, as below 1200 px: the list button
+    at the top right of the article opens it (with the page's sections) and Escape closes it.
+    The article keeps the width: its code boxes hold 88 characters."""
+    page = "book/04_multi_head_attention"
+    log = open_page(laptop, base_url, html_path(page))
+    settle(laptop, page, log)
+    geometry = laptop.execute_script(
+        "const pre = document.querySelector('.bd-article .cell_input pre');"
+        "const side = document.querySelector('.bd-sidebar-secondary').getBoundingClientRect();"
+        "const probe = document.createElement('span'); probe.textContent = 'x'.repeat(88);"
+        "pre.appendChild(probe); const need = probe.getBoundingClientRect().width; probe.remove();"
+        "return {pre: pre.clientWidth, need, sideLeft: side.left, width: document.documentElement.clientWidth};"
+    )
+    assert geometry["sideLeft"] >= geometry["width"], f"the contents column still takes room: {geometry}"
+    assert geometry["pre"] >= geometry["need"] + 32, f"88 characters do not fit a code box: {geometry}"
+    buttons = [b for b in laptop.find_elements(By.CSS_SELECTOR, ".bd-header-article .secondary-toggle") if b.is_displayed()]
+    assert len(buttons) == 1, "no visible button opens the page's contents"
+    assert buttons[0].get_attribute("aria-label") == "Contents of this page"
+    buttons[0].click()
+    drawer = laptop.find_element(By.ID, "pst-secondary-sidebar-modal")
+    WebDriverWait(laptop, 10).until(lambda d: drawer.get_attribute("open") is not None)
+    time.sleep(0.4)  # the drawer slides in
+    links = [a.text for a in drawer.find_elements(By.CSS_SELECTOR, "nav.page-toc a") if a.is_displayed()]
+    assert "4.2. The math" in links, links
+    box = drawer.rect
+    assert box["x"] + box["width"] <= geometry["width"] + 1 and box["width"] > 200, box
+    laptop.switch_to.active_element.send_keys(Keys.ESCAPE)
+    WebDriverWait(laptop, 10).until(lambda d: drawer.get_attribute("open") is None)
+    log.assert_clean(page)
+
+
+# --------------------------------------------------------------------------- figures on a phone
+
+FIGURE_PAGE = "book/06_positional_encoding"  # its first figure: two heat maps side by side
+
+
+@pytest.fixture
+def phone390(browser):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**PHONE, "width": 390})
+    yield browser
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_wide_figures_keep_a_legible_size_on_a_phone(phone390, base_url):
+    """At 390 px a figure much wider than the column keeps up to 720 px of its drawn width,
+    scrolling sideways inside its own box, which the keyboard can reach; the page itself
+    does not scroll sideways. Narrower figures are unchanged."""
+    log = open_page(phone390, base_url, html_path(FIGURE_PAGE))
+    settle(phone390, FIGURE_PAGE, log)
+    time.sleep(0.3)
+    figures = phone390.execute_script(
+        "return Array.from(document.querySelectorAll('.bd-article .cell_output > img')).map((img) => ({"
+        "natural: img.naturalWidth, shown: img.getBoundingClientRect().width, wide: img.classList.contains('course-wide-figure'),"
+        "box: img.parentElement.clientWidth, scroll: img.parentElement.scrollWidth,"
+        "tabindex: img.parentElement.getAttribute('tabindex'), label: img.parentElement.getAttribute('aria-label')}));"
+    )
+    assert figures, f"{FIGURE_PAGE}: no figures"
+    wide = [f for f in figures if f["natural"] > 1.25 * f["box"]]
+    assert wide, f"{FIGURE_PAGE}: no figure wider than the column at 390 px: {figures}"
+    for f in figures:
+        if f in wide:
+            assert f["wide"] and abs(f["shown"] - min(f["natural"], 720)) <= 1, f
+            assert f["scroll"] > f["box"] and f["tabindex"] == "0" and f["label"], f
+        else:
+            assert not f["wide"] and f["shown"] <= f["box"] + 1, f
+    report = phone390.execute_script(OVERFLOW_REPORT)
+    assert not report["cut"] and report["pageWidth"] <= 390, report
+    shots = ARTEFACTS / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    phone390.execute_script(
+        "document.querySelector('.course-wide-figure').scrollIntoView({block: 'center'});"
+    )
+    phone390.save_screenshot(str(shots / "wide-figure-390px.png"))
+    log.assert_clean(FIGURE_PAGE)
+
+
+# --------------------------------------------------------------------------- weight (issue 27)
+
+# The bytes one chapter page with widgets transfers (uncompressed, nothing cached), and the size
+# of the whole site. Before issue 27: 8.0 MB and 34.7 MB. Budgets with room for new chapters;
+# what keeps them is that no front-end file is shipped twice and no source map is shipped.
+PAGE_BUDGET = 7_000_000
+SITE_BUDGET = 30_000_000
+
+
+def test_a_chapter_with_widgets_stays_light(browser, base_url):
+    total, per_url = site_report.page_bytes(browser, base_url, site_report.WIDGET_PAGE)
+    biggest = sorted(per_url.items(), key=lambda kv: -kv[1])[:6]
+    assert total <= PAGE_BUDGET, f"{site_report.WIDGET_PAGE}: {total:,d} bytes transferred; biggest: {biggest}"
+    loaded = " ".join(per_url)
+    for name in ("fontawesome.js", "libembed-amd.js", ".map"):
+        assert name not in loaded, f"{name} is loaded: {biggest}"
+    assert "embed-amd.js" in loaded and "tex-mml-chtml.js" in loaded, "the measurement missed the page's scripts"
+
+
+def test_the_site_ships_one_copy_of_each_file_and_no_source_maps():
+    import hashlib
+
+    size, _ = site_report.folder_bytes(SITE)
+    assert size <= SITE_BUDGET, f"_build/html is {size:,d} bytes"
+    static = SITE / "_static"
+    maps = [str(p.relative_to(SITE)) for p in SITE.rglob("*.map")]
+    assert not maps, f"source maps shipped: {maps}"
+    naming = []
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        if re.search(r"^(//|/\*)# sourceMappingURL=\S+\.map", path.read_text(errors="replace"), re.M):
+            naming.append(str(path.relative_to(SITE)))
+    assert not naming, f"files that name a source map: {naming}"
+    by_hash: dict[str, list[str]] = {}
+    for path in static.rglob("*"):
+        if path.is_file() and path.stat().st_size > 20_000:
+            by_hash.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), []).append(str(path.relative_to(SITE)))
+    twice = [paths for paths in by_hash.values() if len(paths) > 1]
+    assert not twice, f"files shipped twice: {twice}"
+    for unused in ("scripts/fontawesome.js", "offline/html-manager/libembed-amd.js", "locales"):
+        assert not (static / unused).exists(), f"_static/{unused} is shipped but no page loads it"
+    fonts = [p.name for p in (static / "offline" / "html-manager").iterdir() if p.suffix != ".js"]
+    assert fonts and all(name.endswith(".woff2") for name in fonts), fonts
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if (ROOT / f"{p}.ipynb").exists()])
+def test_the_install_cell_is_not_on_the_page(page):
+    """The chapter's install cell (Colab) stays in the notebook but not on the web page
+    (_ext/notebook_page.py); the page starts with the chapter's text."""
+    html = (SITE / html_path(page)).read_text(encoding="utf-8")
+    assert "Colab or a fresh environment" not in html, f"{page}: the install cell is on the page"
+    assert "Colab or a fresh environment" in (ROOT / f"{page}.ipynb").read_text(), "the notebook lost it"

@@ -7,7 +7,13 @@
 //  * an ipywidgets Image carries its description in `tooltip` (the title attribute,
 //    set by lib/widgets: what the plot shows); it is copied into the alt attribute.
 // And for narrow screens: an inline formula wider than its column gets the class
-// course-wide-math, with which course-a11y.css lets it scroll inside its own box.
+// course-wide-math, with which course-a11y.css lets it scroll inside its own box;
+// a notebook figure drawn much wider than its column (two panels side by side) gets the
+// class course-wide-figure, with which course-layout.css keeps it legible on a phone,
+// scrolling inside its output box (made focusable, so the arrow keys scroll it too).
+// The list button at the top right of the article (sphinx-book-theme's) opens the page's
+// table of contents, which course-layout.css makes a drawer at every width: the theme
+// binds only the navigation bar's own (hidden) button, so a click is passed on to it.
 (function () {
   "use strict";
   let counter = 0;
@@ -60,6 +66,51 @@
     }
   }
 
+  function markWideFigures() {
+    const narrow = window.matchMedia("(max-width: 600px)").matches;
+    for (const img of document.querySelectorAll(".bd-article .cell_output > img")) {
+      const box = img.parentElement;
+      const wide = narrow && img.naturalWidth > 1.25 * box.clientWidth;
+      img.classList.toggle("course-wide-figure", wide);
+      box.classList.toggle("course-figure-scroll", wide);
+      if (wide) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "group");
+        box.setAttribute("aria-label", "Figure, scrolls sideways");
+      } else if (box.getAttribute("aria-label") === "Figure, scrolls sideways") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    }
+  }
+
+  function watchFigures() {
+    for (const img of document.querySelectorAll(".bd-article .cell_output > img")) {
+      if (!img.complete) img.addEventListener("load", markWideFigures, { once: true });
+    }
+    markWideFigures();
+    let timer = null;
+    window.addEventListener("resize", () => {
+      clearTimeout(timer);
+      timer = setTimeout(markWideFigures, 150);
+    });
+  }
+
+  function connectContentsButton() {
+    const opener = document.querySelector(".bd-header .secondary-toggle, .secondary-toggle");
+    for (const button of document.querySelectorAll(".bd-header-article .secondary-toggle")) {
+      if (button === opener || !opener) continue;
+      button.setAttribute("aria-label", "Contents of this page");
+      button.setAttribute("title", "Contents of this page");
+      button.setAttribute("data-bs-title", "Contents of this page");
+      button.addEventListener("click", (event) => {
+        event.preventDefault();
+        opener.click();
+      });
+    }
+  }
+
   function whenMathIsTypeset() {
     const mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) {
@@ -77,6 +128,8 @@
   function start() {
     fix(document);
     whenMathIsTypeset();
+    watchFigures();
+    connectContentsButton();
     let pending = false;
     new MutationObserver(() => {
       if (pending) return;
