@@ -26,7 +26,7 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install data lock expected-results check-my-results test-announce
+.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install data lock expected-results check-my-results test-announce record-times
 
 install: $(STAMP) data
 
@@ -78,6 +78,11 @@ test-lib: $(STAMP) data
 # Strict nbval, one notebook at a time, each named as it starts and ends with its time.
 test-notebooks: $(STAMP) data
 	$(BIN)/python tools/run_notebooks.py $(NOTEBOOKS)
+
+# The same, recording each chapter's time into site/run_times.json (run it on an idle
+# machine, then `make expected-results chapter-table`): the times the book shows.
+record-times: $(STAMP) data
+	$(BIN)/python tools/run_notebooks.py --record $(NOTEBOOKS)
 
 # The chapters whose results depend on floating-point rounding (they call lib.check_band)
 # again, with the kernels of a CPU without AVX-512: what an instructor's runner may print.

@@ -25,14 +25,15 @@ def test_requirements_lab_pins_jupyterlab_myst_for_jupyterlab_4():
 def test_make_lab_installs_then_serves_book_on_localhost_only():
     # -W: pretend the install stamps are out of date, so the dry run shows the install too
     out = subprocess.run(
-        ["make", "-n", "-W", "requirements-lab.txt", "lab"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", "-W", "requirements.lock", "lab"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    assert "pip install --quiet -r requirements-lab.txt" in out
+    # JupyterLab comes with the locked environment (requirements.lock holds requirements-lab.txt)
+    assert "tools/lock.py --install" in out
     assert '"saveState": true' in out  # widget state saved with the notebook
     serve = [line for line in out.splitlines() if "jupyter lab" in line]
     assert len(serve) == 1, out
     assert "--ServerApp.ip=127.0.0.1" in serve[0] and "--ServerApp.root_dir=book" in serve[0]
-    assert out.index("requirements-lab.txt") < out.index("jupyter lab")
+    assert out.index("tools/lock.py --install") < out.index("jupyter lab")
 
 
 def test_readme_explains_local_use():

@@ -7,7 +7,8 @@
 Every value a chapter checks with `lib.check_band` is stored in the executed
 notebook (an output of type `lib.RESULT_MIME`: the metric, the value of that run,
 the band). `--write` collects them from book/*.ipynb, with each chapter's run time
-(from the cell timings stored by `make execute`), into `site/expected_results.json`
+(its nbval time recorded in site/run_times.json by
+`make record-times` on an idle machine, else the cell timings `make execute` stored), into `site/expected_results.json`
 and the page `book/expected_results.md`. `--check-mine` reads the same records from
 a learner's executed notebooks and says, chapter by chapter, whether each value
 falls inside the band.
@@ -25,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from run_notebooks import stored_seconds  # noqa: E402
+from run_notebooks import chapter_seconds  # noqa: E402
 
 RESULT_MIME = "application/vnd.transformer-course.result+json"  # = lib.RESULT_MIME
 DATA = ROOT / "site" / "expected_results.json"
@@ -76,7 +77,7 @@ def collect() -> dict:
         chapters.append({
             "file": path.name,
             "chapter": titles[path.stem],
-            "seconds": round(stored_seconds(path)),
+            "seconds": round(chapter_seconds(path)),
             "results": records(path),
         })
     return {"hardware": hardware(), "chapters": chapters}
