@@ -63,6 +63,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 # --all: a full rebuild every time, so a warning can never hide in a cached page.
 book: $(STAMP) $(NODE_STAMP)
+	rm -rf _build/html  # no file left over from an older build (the browser test counts them)
 	$(BIN)/jupyter-book build . --toc $(TOC) --builder html --all -W -n --keep-going
 
 test: test-announce test-lib test-notebooks test-avx2 test-site
