@@ -23,6 +23,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_notebooks import chapter_seconds  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "book" / "_chapters_table.md"
 
@@ -63,19 +66,9 @@ def title(path: Path) -> str:
 
 
 def stored_seconds(path: Path) -> float:
-    """The chapter's nbval time recorded by `make record-times` on an idle machine
-    (site/run_times.json), else the seconds its code cells took when last executed."""
-    recorded = ROOT / "site" / "run_times.json"
-    if recorded.exists() and path.name in json.loads(recorded.read_text()):
-        return float(json.loads(recorded.read_text())[path.name])
-    total = 0.0
-    for cell in json.loads(path.read_text())["cells"]:
-        times = cell.get("metadata", {}).get("execution", {})
-        start, end = times.get("iopub.execute_input"), times.get("shell.execute_reply")
-        if start and end:
-            seconds = (_time(end) - _time(start)).total_seconds()
-            total += max(0.0, seconds)
-    return total
+    """The chapter's nbval time recorded by `make record-times` (site/run_times.json),
+    else the seconds its code cells took when last executed: run_notebooks decides."""
+    return chapter_seconds(path)
 
 
 def _time(stamp: str) -> datetime:
