@@ -52,6 +52,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", metavar="PATH",
+                        help="write the trained model there (float16 weights, the recipe "
+                             "and the vocabularies' fingerprint: lib.save_translation_checkpoint)")
     parser.add_argument("--chapter", action="store_true",
                         help="the chapter's 5-epoch recipe, seeded with --seed")
     args = parser.parse_args()
@@ -108,6 +111,14 @@ def main() -> None:
                   flush=True)
 
     print(f"\ntraining time: {train_seconds / 60:.1f} min for {args.epochs} epochs")
+    if args.save:
+        recipe = {"epochs": args.epochs, "dropout": args.dropout, "d_model": args.d_model,
+                  "n_layers": args.layers, "n_heads": 4, "d_ff": 4 * args.d_model,
+                  "seed": args.seed, "threads": args.threads, "tokens_per_batch": 1000,
+                  "warmup_steps": 100, "factor": 0.25, "label_smoothing": 0.1,
+                  "torch": torch.__version__, "minutes": round(train_seconds / 60, 1)}
+        digest = lib.save_translation_checkpoint(model, src_vocab, tgt_vocab, recipe, args.save)
+        print(f"saved {args.save} (sha256 {digest})")
     outputs = {"memory": translation_memory(split)}
     for beam in (1, 4):
         t0 = time.perf_counter()

@@ -147,9 +147,13 @@ from lib.train.translation import (  # noqa: E402
     train_subword_vocab,
     translate_ids,
     translation_loss,
+    load_translation_checkpoint,
+    save_translation_checkpoint,
+    vocab_fingerprint,
 )
 
 __all__ += ["PairedDifference", "paired_bootstrap"]
+__all__ += ["load_translation_checkpoint", "save_translation_checkpoint", "vocab_fingerprint"]
 __all__ += [
     "ALIGNMENT_WHEEL",
     "NT_BOOKS",

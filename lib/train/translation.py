@@ -47,6 +47,9 @@ __all__ = [
     "make_translation_batch",
     "translate_ids",
     "translation_loss",
+    "vocab_fingerprint",
+    "save_translation_checkpoint",
+    "load_translation_checkpoint",
 ]
 
 N_SPECIAL = 3  # PAD, BOS, EOS in front of the BPE ids
@@ -361,3 +364,71 @@ def paired_bootstrap(metric, hypotheses_a: Sequence[str], hypotheses_b: Sequence
         return metric._compute_score_from_stats(list(row)).score
 
     return _resampled_difference(stats[0], stats[1], score, n_samples, seed)
+
+
+def vocab_fingerprint(vocab: SubwordVocab) -> str:
+    """SHA-256 (first 16 hex digits) of a vocabulary's merges, in order: two
+    vocabularies with the same fingerprint give every text the same ids."""
+    import hashlib
+    import json
+
+    if not isinstance(vocab, SubwordVocab):
+        raise TypeError(f"vocab must be a lib.SubwordVocab, got {type(vocab).__name__}")
+    merges = json.dumps([list(pair) for pair in vocab.tokenizer.merges])
+    return hashlib.sha256(merges.encode()).hexdigest()[:16]
+
+
+def save_translation_checkpoint(model, src_vocab: SubwordVocab, tgt_vocab: SubwordVocab,
+                                recipe: dict, path) -> str:
+    """Write `model` (a `lib.Transformer`) to `path`: its weights in float16 (half
+    the bytes; the translation chapter's longer run is committed this way), the
+    `recipe` it was trained with (a dict of plain values) and the fingerprints of
+    the two vocabularies. Returns the file's SHA-256, to pin where it is loaded."""
+    import hashlib
+    import pathlib
+
+    from lib.model.transformer import Transformer
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a lib.Transformer, got {type(model).__name__}")
+    if not isinstance(recipe, dict):
+        raise TypeError(f"recipe must be a dict, got {type(recipe).__name__}")
+    state = {k: v.detach().to(torch.float16) if v.is_floating_point() else v
+             for k, v in model.state_dict().items()}
+    payload = {"state": state, "config": vars(model.config), "recipe": recipe,
+               "vocab": {"src": vocab_fingerprint(src_vocab), "tgt": vocab_fingerprint(tgt_vocab)}}
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_translation_checkpoint(path, sha256: str, src_vocab: SubwordVocab,
+                                tgt_vocab: SubwordVocab):
+    """(model, recipe) from a file `save_translation_checkpoint` wrote: refused
+    (ValueError) unless its SHA-256 is `sha256` and its vocabularies' fingerprints
+    are those of `src_vocab` and `tgt_vocab` (the same BPE merges, so the same ids).
+    The weights come back in float32; the model is in eval mode."""
+    import hashlib
+    import pathlib
+
+    from lib.model.transformer import Transformer
+
+    path = pathlib.Path(path)
+    if not isinstance(sha256, str) or len(sha256) != 64:
+        raise ValueError("sha256: give the 64 hex digits the checkpoint is pinned to")
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no checkpoint at {path}")
+    actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    if actual != sha256:
+        raise ValueError(f"path: SHA-256 mismatch for {path}: expected {sha256}, got {actual}")
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        if payload["vocab"][side] != vocab_fingerprint(vocab):
+            raise ValueError(f"{side}_vocab: not the vocabulary the checkpoint was trained with "
+                             f"(fingerprint {vocab_fingerprint(vocab)}, expected "
+                             f"{payload['vocab'][side]})")
+    model = Transformer(**payload["config"])
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v
+                           for k, v in payload["state"].items()})
+    return model.eval(), payload["recipe"]
