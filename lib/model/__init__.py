@@ -62,3 +62,28 @@ from lib.model.tiled import tiled_attention  # noqa: E402
 __all__ += [
     "tiled_attention",
 ]
+
+# Today's decoder (chapter 14): RMSNorm, rotary, SwiGLU, grouped-query attention.
+from lib.model.modern import (  # noqa: E402
+    GroupedQueryAttention,
+    ModernBlock,
+    ModernConfig,
+    ModernDecoder,
+    RMSNorm,
+    SwiGLU,
+    apply_rotary,
+    kv_cache_bytes,
+    rotary_tables,
+)
+
+__all__ += [
+    "GroupedQueryAttention",
+    "ModernBlock",
+    "ModernConfig",
+    "ModernDecoder",
+    "RMSNorm",
+    "SwiGLU",
+    "apply_rotary",
+    "kv_cache_bytes",
+    "rotary_tables",
+]
