@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine:
 #   make book   create .venv if missing, install (pip, npm ci), build the HTML book into _build/html
-#   make test   create .venv if missing, install, run pytest on tests/, nbval on every notebook,
-#               then build the book and test it in headless Chromium (test-site)
+#   make test   create .venv if missing, install, run pytest on tests/, nbval on every notebook
+#               (the training chapters again with AVX2 kernels), build the book and test it in
+#               headless Chromium (test-site): two at a time, see tools/run_tests.py
 # one for reading and running the chapters on your machine:
 #   make lab      install JupyterLab + jupyterlab-myst into .venv, start it on 127.0.0.1 in book/
 # and two for authors:
@@ -66,11 +67,16 @@ book: $(STAMP) $(NODE_STAMP)
 	rm -rf _build/html  # no file left over from an older build (the browser test counts them)
 	$(BIN)/jupyter-book build . --toc $(TOC) --builder html --all -W -n --keep-going
 
-test: test-announce test-lib test-notebooks test-avx2 test-site
+# Everything below (test-lib, test-notebooks, test-avx2, test-site), two checks at a
+# time (TEST_JOBS): most chapters pin PyTorch to one thread, so on 2 cores two side by
+# side take about half as long. Each check says when it starts and ends, with its time.
+TEST_JOBS ?= 2
+test: $(STAMP) data $(NODE_STAMP)
+	$(BIN)/python tools/run_tests.py --jobs $(TEST_JOBS) --avx2 "$(TRAINING_NOTEBOOKS)" $(NOTEBOOKS)
 
 # What `make test` will do and roughly how long it takes (from the stored run times).
 test-announce:
-	@AVX2_NOTEBOOKS="$(TRAINING_NOTEBOOKS)" $(PYTHON) tools/run_notebooks.py --estimate $(NOTEBOOKS)
+	@$(BIN)/python tools/run_tests.py --estimate --jobs $(TEST_JOBS) --avx2 "$(TRAINING_NOTEBOOKS)" $(NOTEBOOKS)
 
 test-lib: $(STAMP) data
 	@echo "library tests (pytest tests/): about 1 minute"

@@ -1,0 +1,73 @@
+"""tools/run_tests.py, the runner of `make test`: checks side by side, never two of
+the same notebook at once, a failure reported without stopping the others."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import run_tests  # noqa: E402
+
+sys.path.pop(0)
+
+
+def sleeper(name, seconds, notebook=None, code=0, log=None):
+    script = (f"import time, pathlib; p = pathlib.Path({str(log)!r}); "
+              f"p.open('a').write('start {name} ' + repr(time.time()) + '\\n'); "
+              f"time.sleep({seconds}); "
+              f"p.open('a').write('end {name} ' + repr(time.time()) + '\\n'); "
+              f"raise SystemExit({code})")
+    return run_tests.Check(name, [sys.executable, "-c", script], seconds, notebook=notebook)
+
+
+def intervals(log):
+    starts, ends = {}, {}
+    for line in log.read_text().splitlines():
+        kind, name, t = line.split()
+        (starts if kind == "start" else ends)[name] = float(t)
+    return {n: (starts[n], ends[n]) for n in starts}
+
+
+def test_two_at_a_time_run_side_by_side(tmp_path):
+    log = tmp_path / "log"
+    checks = [sleeper(f"c{k}", 1.0, log=log) for k in range(4)]
+    assert run_tests.run(checks, jobs=2) == []
+    spans = intervals(log)
+    assert len(spans) == 4
+    overlapping = sum(a[0] < b[1] and b[0] < a[1] for n, a in spans.items()
+                      for m, b in spans.items() if n < m)
+    assert overlapping >= 2
+
+
+def test_two_checks_of_one_notebook_never_overlap(tmp_path):
+    log = tmp_path / "log"
+    checks = [sleeper("native", 1.0, "ch.ipynb", log=log),
+              sleeper("avx2", 1.0, "ch.ipynb", log=log),
+              sleeper("other", 0.2, log=log)]
+    assert run_tests.run(checks, jobs=2) == []
+    spans = intervals(log)
+    (a0, a1), (b0, b1) = spans["native"], spans["avx2"]
+    assert a1 <= b0 or b1 <= a0
+
+
+def test_a_failure_is_reported_and_the_rest_still_run(tmp_path, capsys):
+    log = tmp_path / "log"
+    checks = [sleeper("bad", 0.1, code=1, log=log), sleeper("good", 0.3, log=log),
+              sleeper("late", 0.1, log=log)]
+    failed = run_tests.run(checks, jobs=1)
+    assert [c.name for c in failed] == ["bad"]
+    assert set(intervals(log)) == {"bad", "good", "late"}
+    out = capsys.readouterr().out
+    assert "bad FAILED" in out and "good passed" in out
+
+
+def test_the_longest_check_starts_first():
+    nb = [ROOT / "book" / name for name in ("08_training.ipynb", "03_worked_examples.ipynb")]
+    checks = run_tests.plan(nb, [nb[0]], lib=True, site=True)
+    expected = [c.expected for c in checks]
+    assert expected == sorted(expected, reverse=True)
+    assert [c.name for c in checks].count(f"{nb[0]} (AVX2)") == 1
+    avx2 = next(c for c in checks if c.name.endswith("(AVX2)"))
+    assert avx2.env == {"ATEN_CPU_CAPABILITY": "avx2"} and avx2.notebook == nb[0].name

@@ -1,0 +1,153 @@
+"""`make test`: every check of the course, run two at a time on a 2-core machine.
+
+    python tools/run_tests.py --jobs 2 --avx2 "book/02_… book/08_…" book/*.ipynb
+
+The checks, each a separate process:
+- the library tests (`pytest tests`);
+- strict nbval on every notebook (as `make test-notebooks`);
+- strict nbval again on the chapters that train, with ATEN_CPU_CAPABILITY=avx2
+  (as `make test-avx2`: the kernels of a CPU without AVX-512);
+- the book build with warnings as errors and the browser test (`make test-site`).
+
+Most chapters run PyTorch on one thread (they pin it), so two checks side by side
+take about half the time of one after the other. The longest expected check
+starts first (times from site/run_times.json, else the notebook's stored cell
+times); two checks of the same notebook never run at once. Each check prints a
+line when it starts and one when it ends, with its time; a failing check does not
+stop the others, its output is printed when it ends, and the exit status is 1 if
+any failed. The last lines list the time of the whole run and what failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_notebooks import ROOT, SANITIZE, chapter_seconds, minutes  # noqa: E402
+
+# Expected minutes of the checks that are not notebooks, on an idle 2-core machine.
+LIB_SECONDS = 300
+SITE_SECONDS = 330
+
+
+@dataclass
+class Check:
+    name: str
+    argv: list[str]
+    expected: float
+    env: dict = field(default_factory=dict)
+    notebook: str | None = None  # two checks of one notebook never run together
+
+
+def nbval_argv(path: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
+            "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout=900",
+            "-p", "no:cacheprovider", str(path)]
+
+
+def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list[Check]:
+    checks = []
+    if lib:
+        checks.append(Check("library tests", [sys.executable, "-m", "pytest", "tests", "-q",
+                                              "-p", "no:cacheprovider"], LIB_SECONDS))
+    if site:
+        checks.append(Check("book build and browser test", ["make", "--no-print-directory",
+                                                            "test-site"], SITE_SECONDS))
+    for path in notebooks:
+        checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path), notebook=path.name))
+    for path in avx2:
+        checks.append(Check(f"{path} (AVX2)", nbval_argv(path), chapter_seconds(path),
+                            {"ATEN_CPU_CAPABILITY": "avx2"}, notebook=path.name))
+    return sorted(checks, key=lambda c: -c.expected)
+
+
+def run(checks: list[Check], jobs: int) -> list[Check]:
+    lock = threading.Lock()
+    pending = list(checks)
+    running: set[str] = set()
+    failed: list[Check] = []
+    done = [0]
+    total = len(checks)
+
+    def take() -> Check | None:
+        with lock:
+            for check in pending:
+                if check.notebook is None or check.notebook not in running:
+                    pending.remove(check)
+                    if check.notebook:
+                        running.add(check.notebook)
+                    return check
+            return None
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+            check = take()
+            if check is None:  # only checks of a notebook that is running: wait for it
+                time.sleep(1)
+                continue
+            print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
+            t0 = time.monotonic()
+            result = subprocess.run(check.argv, cwd=ROOT, capture_output=True, text=True,
+                                    env={**os.environ, **check.env})
+            took = time.monotonic() - t0
+            lines = [l for l in result.stdout.strip().splitlines() if l.strip()]
+            status = "passed" if result.returncode == 0 else "FAILED"
+            with lock:
+                done[0] += 1
+                if check.notebook:
+                    running.discard(check.notebook)
+                print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)}: "
+                      f"{(lines[-1:] or ['(no output)'])[0].strip('= ')}", flush=True)
+                if result.returncode != 0:
+                    failed.append(check)
+                    print(result.stdout[-20000:], flush=True)
+                    print(result.stderr[-5000:], file=sys.stderr, flush=True)
+
+    threads = [threading.Thread(target=worker) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--avx2", default="", help="notebooks to run again with AVX2 kernels")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-lib", action="store_true", help="skip the library tests")
+    parser.add_argument("--no-site", action="store_true", help="skip the book and browser test")
+    parser.add_argument("--estimate", action="store_true", help="print the plan and its length, run nothing")
+    args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error("--jobs: at least 1")
+    checks = plan(args.notebooks, [Path(p) for p in args.avx2.split()],
+                  lib=not args.no_lib, site=not args.no_site)
+    serial = sum(c.expected for c in checks)
+    print(f"make test: {len(checks)} checks, {args.jobs} at a time; one after another they "
+          f"took {minutes(serial)} on 2 CPU cores, so expect about "
+          f"{minutes(serial / args.jobs * 1.15)}", flush=True)
+    if args.estimate:
+        return 0
+    started = time.monotonic()
+    failed = run(checks, args.jobs)
+    print(f"make test took {minutes(time.monotonic() - started)}: "
+          f"{len(checks) - len(failed)} checks passed, {len(failed)} failed", flush=True)
+    for check in failed:
+        print(f"  failed: {check.name}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
