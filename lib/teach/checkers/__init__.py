@@ -9,6 +9,7 @@ from lib.teach.checkers import (
     language_model,
     layers,
     positions,
+    pretrained,
     rnn_attention,
     tokenization,
     training,
@@ -23,6 +24,7 @@ from lib.teach.checkers.heads import *  # noqa: F403
 from lib.teach.checkers.language_model import *  # noqa: F403
 from lib.teach.checkers.layers import *  # noqa: F403
 from lib.teach.checkers.positions import *  # noqa: F403
+from lib.teach.checkers.pretrained import *  # noqa: F403
 from lib.teach.checkers.rnn_attention import *  # noqa: F403
 from lib.teach.checkers.tokenization import *  # noqa: F403
 from lib.teach.checkers.training import *  # noqa: F403
@@ -34,7 +36,7 @@ __all__ = [
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
         positions, layers, training, complexity, efficient, tokenization,
-        language_model, translation,
+        language_model, translation, pretrained,
     )
     for name in module.__all__
 ]

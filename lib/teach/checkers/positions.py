@@ -158,7 +158,43 @@ _SAME_SIGN_HINT = (
 )
 
 
-def check_apply_rope(apply_rope) -> Verdict:
+_PAIRINGS = ("interleaved", "half", "either")
+
+
+def _pairing_verdict(apply_rope, pairing: str) -> Verdict:
+    """`check_apply_rope` for ``pairing="half"`` or ``"either"`` (the pretrained-model
+    chapter): which of the four rotations (pairs (2i, 2i+1) or (i, i + d_model/2), either
+    sign) `apply_rope` computes, and whether that is the one asked for."""
+    cases = _rope_cases()
+    found = [(halves, sign) for halves in (False, True) for sign in (1.0, -1.0)
+             if check_function(apply_rope, lambda x, h=halves, s=sign: _rotate_pairs(x, halves=h, sign=s),
+                               cases, name="apply_rope")]
+    if not found:  # not a rotary embedding in either layout: the usual diagnosis
+        return check_apply_rope(apply_rope)
+    halves, sign = found[0]
+    wrong_dtype = with_exact_dtype(Verdict(True, ""), apply_rope,
+                                   lambda x: _rotate_pairs(x, halves=halves, sign=sign), cases,
+                                   "apply_rope", "return x's dtype (.to(x.dtype))")
+    if not wrong_dtype:
+        return wrong_dtype
+    layout = "(i, i + d_model/2), the half-split layout (Hugging Face's rotate_half)" if halves \
+        else "(2i, 2i + 1), the interleaved layout (this course's, and GGUF's)"
+    turn = "RoFormer's sign" if sign < 0 else "the chapter's M_p"
+    if pairing == "either" or halves == (pairing == "half"):
+        return Verdict(True, f"✓ apply_rope rotates the pairs {layout}, with {turn}, on all "
+                       f"{len(cases)} test cases.")
+    other = "(2i, 2i + 1)" if halves else "(i, i + d_model/2)"
+    return Verdict(
+        False,
+        f"✗ apply_rope rotates the pairs {layout}; this check asks for {other}. Both are "
+        "rotary embeddings, but a different function of x: weights laid out for one give wrong "
+        "scores with the other, unless the rows of W_Q and W_K are permuted (per head, the "
+        "interleaved order takes rows 0, d/2, 1, d/2 + 1, ... of the half-split order).",
+        mistake="the other pairing convention",
+    )
+
+
+def check_apply_rope(apply_rope, pairing: str = "interleaved") -> Verdict:
     """Chapter 6, exercise: `apply_rope(x)`, rotary position embedding of x (..., n, d_model):
     the row at position p (0-based, axis -2) is multiplied by M_p, so that pair i
     (dimensions 2i, 2i+1) turns by p · ω_i with ω_i = 10000^(-2i/d_model).
@@ -167,7 +203,17 @@ def check_apply_rope(apply_rope) -> Verdict:
     of M_p, because it multiplies column vectors). Scores then still depend on the
     offset only, so that convention is accepted, with a note saying which it is.
     The result must keep x's dtype (the cases are float32 and float64).
+
+    pairing: "interleaved" (chapter 6: pairs (2i, 2i+1)), "half" (pairs (i, i + d/2),
+    Hugging Face's layout) or "either" (both accepted; the message says which one it
+    is). With "half" or "either" the verdict names the convention found, and a rotation
+    in the other layout fails as "the other pairing convention" (the pretrained-model
+    chapter).
     """
+    if pairing not in _PAIRINGS:
+        raise ValueError(f"pairing: expected one of {_PAIRINGS}, got {pairing!r}")
+    if pairing != "interleaved":
+        return _pairing_verdict(apply_rope, pairing)
     mistakes = [
         Mistake(
             "the two sine terms have the same sign (not a rotation)",
