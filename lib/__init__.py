@@ -37,6 +37,7 @@ _WIDGETS = {
     "head_weights": "lib.widgets.heads",
     "PositionExplorer": "lib.widgets.positions",
     "ScheduleExplorer": "lib.widgets.schedule",
+    "DateTranslator": "lib.widgets.dates",
 }
 
 

@@ -5,6 +5,7 @@ from lib.widgets.attention_explorer import AttentionExplorer, ExplorerValueError
 from lib.widgets.heads import HeadsExplorer, draw_weights, head_weights
 from lib.widgets.positions import PositionExplorer
 from lib.widgets.schedule import ScheduleExplorer
+from lib.widgets.dates import DateTranslator
 
 __all__ = [
     "AttentionExplorer",
@@ -15,4 +16,5 @@ __all__ = [
     "head_weights",
     "PositionExplorer",
     "ScheduleExplorer",
+    "DateTranslator",
 ]
