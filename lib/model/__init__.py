@@ -87,3 +87,20 @@ __all__ += [
     "kv_cache_bytes",
     "rotary_tables",
 ]
+
+# A pretrained Llama-architecture model read from a GGUF file (chapter 15).
+from lib.model.llama import (  # noqa: E402
+    half_to_interleaved,
+    interleaved_to_half,
+    llama_config,
+    load_llama_gguf,
+    load_smollm2,
+)
+
+__all__ += [
+    "half_to_interleaved",
+    "interleaved_to_half",
+    "llama_config",
+    "load_llama_gguf",
+    "load_smollm2",
+]
