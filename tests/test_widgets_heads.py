@@ -91,20 +91,33 @@ def test_draw_weights_refuses_a_vector():
         draw_weights(ax, torch.ones(3))
 
 
-def test_draws_into_an_image_at_twice_its_shown_size(x):
-    import ipywidgets
-
+def test_the_page_gets_the_sequence_and_each_layers_projections(x):
+    """The page recomputes the weights from the synced state: x and, for every choice of
+    n_heads, the seeded layer's W_q, b_q, W_k, b_k. Its formula, written out here with torch
+    from that state, must give the reference weights of nn.MultiheadAttention."""
     explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=2)
-    first = explorer.image.value
-    assert isinstance(explorer.image, ipywidgets.Image) and first[:4] == b"\x89PNG"
-    assert not any(isinstance(child, ipywidgets.Output) for child in explorer.widget.children)
-    width = int.from_bytes(first[16:20], "big")
-    assert width == 2 * int(explorer.image.layout.width.removesuffix("px"))
+    state = explorer.widget.get_state()
+    assert "heads-explorer" in state["_esm"] and state["choices"] == [1, 2, 4, 8]
+    xs = torch.tensor(state["x"], dtype=torch.float64)
+    for n_heads in (1, 2, 4, 8):
+        p = {k: torch.tensor(v, dtype=torch.float64) for k, v in state["projections"][str(n_heads)].items()}
+        q, k = xs @ p["wq"].T + p["bq"], xs @ p["wk"].T + p["bk"]
+        d_k = D_MODEL // n_heads
+        for head in range(n_heads):
+            sl = slice(head * d_k, (head + 1) * d_k)
+            w = (q[:, sl] @ k[:, sl].T / d_k**0.5).softmax(-1)
+            torch.testing.assert_close(w, reference_weights(x, n_heads, head).double(), atol=1e-6, rtol=0)
+
+
+def test_controls_are_the_widgets_synced_state(x):
+    explorer = HeadsExplorer(x, TOKENS, seed=SEED, n_heads=2)
     explorer.n_heads_slider.value = 4
     explorer.head_slider.value = 3
-    assert explorer.image.value != first and explorer.title == "head 3 of 4 (d_k = 2)"
-    assert explorer.figure.axes[0].get_title() == explorer.title
-    assert not explorer.n_heads_slider.continuous_update and not explorer.head_slider.continuous_update
+    assert (explorer.widget.n_heads, explorer.widget.head) == (4, 3)
+    assert explorer.title == "head 3 of 4 (d_k = 2)"
+    explorer.widget.head = 1  # as the page sets it
+    assert explorer.current_head == 1
+    torch.testing.assert_close(explorer.current_weights, reference_weights(x, 4, 1))
 
 
 def test_displayed_as_itself_or_as_its_widget(x, monkeypatch):

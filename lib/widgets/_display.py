@@ -79,3 +79,30 @@ class DisplaysWidget:
         from IPython.display import display
 
         display(self.widget)
+
+
+class Control:
+    """One control of a live widget, seen from Python: ``control.value`` reads and sets
+    the widget's synced trait ``name`` (the browser redraws, the explorer recomputes its
+    numbers). Keeps the attributes the explorers' ipywidgets sliders had (``description``,
+    ``min``, ``max``, ``step``, ``options``), so chapters' cells such as
+    ``explorer.warmup.value = 200`` keep working."""
+
+    continuous_update = False  # the page recomputes on every change; Python follows the synced value
+
+    def __init__(self, widget, name: str, description: str, **limits):
+        self._widget, self._name, self.description = widget, name, description
+        for key, value in limits.items():
+            setattr(self, key, value)
+
+    @property
+    def value(self):
+        value = getattr(self._widget, self._name)
+        return tuple(value) if isinstance(value, list) else value
+
+    @value.setter
+    def value(self, new) -> None:
+        setattr(self._widget, self._name, list(new) if isinstance(new, tuple) else new)
+
+    def __repr__(self) -> str:
+        return f"Control({self.description!r}, value={self.value!r})"

@@ -3,23 +3,28 @@
 Introduced in chapter 4 (multi-head attention); chapter 3 borrows `draw_weights`.
 
 `head_weights` is the pure function behind the widget: the weights one head of
-a seeded `lib.MultiHeadAttention` puts on a sequence. `HeadsExplorer` wraps it
-in two sliders (number of heads, head to show) and redraws a heatmap; its
-state can be driven from Python (``.n_heads_slider.value = 4``), and the
-weights on screen are always in ``.current_weights``. Like the other widgets,
-it draws a PNG into an ``ipywidgets.Image`` (see lib/widgets/_display.py) and is
-displayed with ``explorer`` or ``display(explorer)`` (or ``explorer.widget``).
+a seeded `lib.MultiHeadAttention` puts on a sequence. `HeadsExplorer` is an
+``anywidget``: it stores the sequence and the seeded layer's query and key
+projections, and its JavaScript (lib/widgets/static/heads.js) computes the
+chosen head's weights and draws them as a table-heatmap in the page, in Jupyter
+and on the static web book alike. Its state can be driven from Python
+(``.n_heads_slider.value = 4``); the same weights, computed with `lib`, are
+always in ``.current_weights``. Displayed with ``explorer`` or ``display(explorer)``
+(or ``explorer.widget``).
 """
 
 from __future__ import annotations
 
-import ipywidgets as widgets
+import pathlib
+
+import anywidget
 import torch
+import traitlets
 from matplotlib.figure import Figure
 
 from lib._checks import require_float, require_positive_int, shape
 from lib.model.attention import MultiHeadAttention
-from lib.widgets._display import DisplaysWidget, image_widget, show_png
+from lib.widgets._display import Control, DisplaysWidget
 
 __all__ = ["head_weights", "draw_weights", "HeadsExplorer"]
 
@@ -87,17 +92,41 @@ def draw_weights(ax, weights: torch.Tensor, rows=None, cols=None, title: str | N
     return image
 
 
+_JS_PATH = pathlib.Path(__file__).parent / "static" / "heads.js"
+
+
+def _projections(d_model: int, n_heads: int, seed: int) -> dict:
+    """The query and key projections of ``lib.MultiHeadAttention(d_model, n_heads)`` seeded
+    as `head_weights` seeds it: what the page needs to recompute the weights."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        mha = MultiHeadAttention(d_model, n_heads).eval()
+    return {name: getattr(mha, f"w_{role}").__getattr__(part).detach().double().tolist()
+            for role in "qk" for part, name in (("weight", f"w{role}"), ("bias", f"b{role}"))}
+
+
+class _HeadsWidget(anywidget.AnyWidget):
+    """The synced state of `HeadsExplorer` (its JavaScript computes from it)."""
+
+    _esm = _JS_PATH.read_text(encoding="utf-8")
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    x = traitlets.List().tag(sync=True)  # (n, d_model)
+    projections = traitlets.Dict().tag(sync=True)  # str(n_heads) -> {wq, bq, wk, bk}
+    choices = traitlets.List(traitlets.Int()).tag(sync=True)
+    n_heads = traitlets.Int(2).tag(sync=True)
+    head = traitlets.Int(0).tag(sync=True)
+
+
 class HeadsExplorer(DisplaysWidget):
-    """Two sliders, number of heads and head, over one sequence; a heatmap of that head's weights.
+    """Two controls, number of heads and head, over one sequence; a heatmap of that head's weights.
 
     ``x`` (n, d_model) is the sequence, ``tokens`` its n labels. The choices of
-    ``n_heads`` are the divisors of d_model. Everything shown comes from
-    `head_weights` (same ``seed``), so a test can set the sliders and compare
-    ``current_weights`` with a layer it builds itself; ``title`` is the heatmap's title
-    and ``alt`` one sentence saying what it shows (the image's alternative text).
+    ``n_heads`` are the divisors of d_model. The page computes the weights itself
+    (softmax(q kᵀ / √d_k) of the chosen head, from the stored projections); here
+    everything comes from `head_weights` (same ``seed``), so a test can set the
+    controls and compare ``current_weights`` with a layer it builds itself;
+    ``title`` is the heatmap's title and ``alt`` one sentence saying what it shows.
     """
-
-    figsize = (4.8, 4.2)  # inches; shown at 480 × 420 CSS px
 
     def __init__(self, x: torch.Tensor, tokens: list[str], seed: int = 0, n_heads: int = 2):
         self.x = _as_sequence(x)
@@ -108,43 +137,34 @@ class HeadsExplorer(DisplaysWidget):
         choices = [h for h in range(1, d_model + 1) if d_model % h == 0]
         if n_heads not in choices:
             raise ValueError(f"n_heads must divide d_model={d_model}: one of {choices}, got {n_heads}")
-        self.tokens, self.seed = list(tokens), seed
-        self.n_heads_slider = widgets.SelectionSlider(
-            options=choices, value=n_heads, description="n_heads", continuous_update=False
+        self.tokens, self.seed = [str(t) for t in tokens], seed
+        self.widget = _HeadsWidget(
+            tokens=self.tokens, x=self.x[0].double().tolist(), choices=choices, n_heads=n_heads, head=0,
+            projections={str(h): _projections(d_model, h, seed) for h in choices},
         )
-        self.head_slider = widgets.IntSlider(
-            value=0, min=0, max=n_heads - 1, description="head", continuous_update=False
-        )
-        self.image = image_widget(self.figsize)
-        self.widget = widgets.VBox([widgets.HBox([self.n_heads_slider, self.head_slider]), self.image])
-        self._updating = False
-        self.n_heads_slider.observe(self._on_change, names="value")
-        self.head_slider.observe(self._on_change, names="value")
+        self.n_heads_slider = Control(self.widget, "n_heads", "n_heads", options=choices)
+        self.head_slider = Control(self.widget, "head", "head", min=0, max=n_heads - 1)
+        self.widget.observe(self._on_change, names=["n_heads", "head"])
         self._refresh()
 
     def _on_change(self, _change) -> None:
-        if not self._updating:
-            self._refresh()
+        self._refresh()
 
     def _refresh(self) -> None:
-        self._updating = True
-        try:
-            n_heads = self.n_heads_slider.value
-            self.head_slider.max = n_heads - 1  # also pulls a too-large head value down
-            self.current_n_heads, self.current_head = n_heads, self.head_slider.value
-        finally:
-            self._updating = False
+        n_heads = self.widget.n_heads
+        if n_heads not in self.n_heads_slider.options:
+            raise ValueError(f"n_heads must be one of {self.n_heads_slider.options}, got {n_heads}")
+        self.head_slider.max = n_heads - 1
+        if self.widget.head > n_heads - 1 or self.widget.head < 0:  # pull the head into range
+            self.widget.head = min(max(self.widget.head, 0), n_heads - 1)  # observed: refreshes again
+            return
+        self.current_n_heads, self.current_head = n_heads, self.widget.head
         self.current_weights = head_weights(self.x, self.current_n_heads, self.current_head, self.seed)
-        self._draw()
+        self._describe()
 
-    def _draw(self) -> None:
+    def _describe(self) -> None:
         d_k = self.x.shape[-1] // self.current_n_heads
         self.title = f"head {self.current_head} of {self.current_n_heads} (d_k = {d_k})"
-        fig = Figure(figsize=self.figsize)
-        ax = fig.subplots()
-        draw_weights(ax, self.current_weights, self.tokens, self.tokens, title=self.title)
-        fig.tight_layout()
-        self.figure = fig
         w = self.current_weights
         flat = int(torch.argmax(w))
         i, j = divmod(flat, w.shape[1])
@@ -154,4 +174,3 @@ class HeadsExplorer(DisplaysWidget):
             f"printed with its weight, darker for larger; the largest, {w[i, j].item():.2f}, is query "
             f"{i} ({self.tokens[i]}) on key {j} ({self.tokens[j]})."
         )
-        show_png(self.image, fig, self.alt)

@@ -50,8 +50,40 @@ def date_fixture(seed: int, norm_first: bool) -> dict:
             "first_values": twin.src_embed.embedding.weight.detach().flatten()[:8].double().tolist()}
 
 
+def heads_fixture() -> dict:
+    from lib.widgets.heads import _projections, head_weights
+
+    x = 2.0 * torch.randn(6, 8, generator=torch.Generator().manual_seed(11))
+    cases = [{"n_heads": n, "head": h, "projections": _projections(8, n, 3),
+              "weights": head_weights(x, n, h, seed=3).double().tolist()} for n, h in ((1, 0), (2, 1), (4, 2), (8, 7))]
+    return {"x": x.double().tolist(), "cases": cases}
+
+
+def positions_fixture() -> dict:
+    pe = lib.sinusoidal_positional_encoding(100, 64).double()
+    cases = []
+    for a, b, lo, hi in ((5, 12, 0, 5), (10, 20, 0, 63), (60, 70, 56, 63), (0, 3, 0, 0), (99, 0, 31, 32)):
+        va, vb = pe[a, lo : hi + 1], pe[b, lo : hi + 1]
+        norms = float(va.norm() * vb.norm())
+        cases.append({"a": a, "b": b, "lo": lo, "hi": hi, "values_a": va.tolist(), "values_b": vb.tolist(),
+                      "dot": float(va @ vb), "cosine": float(va @ vb) / norms if norms else None})
+    return {"d_model": 64, "cases": cases}
+
+
+def schedule_fixture() -> dict:
+    cases = []
+    for d, w, f, total in ((512, 4000, 1.0, 20000), (64, 200, 0.5, 20000), (256, 1000, 2.0, 500), (16, 100, 3.9, 2000)):
+        curve = [lib.noam_lr(s, d, w, f) for s in range(1, total + 1)]
+        best = max(range(total), key=curve.__getitem__)
+        probes = sorted({1, min(w, total), total, max(1, total // 3)})
+        cases.append({"d_model": d, "warmup": w, "factor": f, "total": total, "peak_step": best + 1,
+                      "peak_lr": curve[best], "probes": [[s, curve[s - 1]] for s in probes]})
+    return {"cases": cases}
+
+
 def main() -> None:
-    fixtures = {"dates": [date_fixture(0, False), date_fixture(1, True)]}
+    fixtures = {"dates": [date_fixture(0, False), date_fixture(1, True)], "heads": heads_fixture(),
+                "positions": positions_fixture(), "schedule": schedule_fixture()}
     OUT.write_text(json.dumps(fixtures) + "\n")
     print(f"wrote {OUT} ({OUT.stat().st_size:,d} bytes)")
 

@@ -57,3 +57,40 @@ test("unknown characters and empty input are refused with a message", () => {
   assert.match(dates.encodeSource("", f.config).error, /Type a date/);
   assert.equal(dates.encodeSource("2019-3-7", f.config).ids.length, 8);
 });
+
+import * as heads from "../../lib/widgets/static/heads.js";
+import * as positions from "../../lib/widgets/static/positions.js";
+import * as schedule from "../../lib/widgets/static/schedule.js";
+
+test("heads explorer: each head's weights equal lib.head_weights", () => {
+  const { x, cases } = fixtures.heads;
+  let worst = 0;
+  for (const c of cases) {
+    const w = heads.headWeights(x, c.projections, c.n_heads, c.head);
+    w.forEach((row, i) => { worst = Math.max(worst, maxDiff(row, c.weights[i])); });
+  }
+  console.log(`heads: largest difference from lib ${worst.toExponential(2)}`);
+  assert.ok(worst <= 1e-6, `largest difference ${worst}`);
+});
+
+test("positions explorer: values, dot product and cosine equal lib's encoding", () => {
+  const { d_model: d, cases } = fixtures.positions;
+  let worst = 0;
+  for (const c of cases) {
+    const v = positions.positionValues(c.a, c.b, c.lo, c.hi, d);
+    worst = Math.max(worst, maxDiff(v.valuesA, c.values_a), maxDiff(v.valuesB, c.values_b), Math.abs(v.dot - c.dot));
+    if (c.cosine === null) assert.ok(Number.isNaN(v.cosine));
+    else worst = Math.max(worst, Math.abs(v.cosine - c.cosine));
+  }
+  console.log(`positions: largest difference from lib ${worst.toExponential(2)}`);
+  assert.ok(worst <= 1e-6, `largest difference ${worst}`);
+});
+
+test("schedule explorer: rates and peak equal lib.noam_lr's", () => {
+  for (const c of fixtures.schedule.cases) {
+    const peak = schedule.schedulePeak(c.d_model, c.warmup, c.factor, c.total);
+    assert.equal(peak.step, c.peak_step);
+    assert.ok(Math.abs(peak.lr - c.peak_lr) <= 1e-15);
+    for (const [s, lr] of c.probes) assert.ok(Math.abs(schedule.noamLr(s, c.d_model, c.warmup, c.factor) - lr) <= 1e-15);
+  }
+});
