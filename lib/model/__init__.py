@@ -104,3 +104,22 @@ __all__ += [
     "load_llama_gguf",
     "load_smollm2",
 ]
+
+# Looking inside a model (chapter 16): hook points' tensors, where two models differ.
+from lib.model.inspect import (  # noqa: E402
+    LayerDifference,
+    ablate_heads,
+    attention_hook,
+    compare_layers,
+    hook_names,
+    run_with_cache,
+)
+
+__all__ += [
+    "LayerDifference",
+    "ablate_heads",
+    "attention_hook",
+    "compare_layers",
+    "hook_names",
+    "run_with_cache",
+]

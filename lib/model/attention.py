@@ -30,6 +30,7 @@ from lib._checks import (
     require_tensor,
     shape,
 )
+from lib.model.hooks import HookPoint
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -167,6 +168,10 @@ class MultiHeadAttention(nn.Module):
     memory of its own: PyTorch turns it into a float mask of its shape, (m, n) for
     a causal one. ``.attention_weights`` is None in train mode.
     ``dropout`` applies to the attention weights (see `scaled_dot_product_attention`).
+
+    Hook points (chapter 16, `lib.run_with_cache`): ``hook_pattern`` sees the
+    weights (B, h, m, n) and ``hook_z`` each head's output (B, m, h, d_k) before
+    W^O. With a hook on ``hook_pattern`` the textbook path runs in train mode too.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, fused: bool = True):
@@ -190,6 +195,8 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.attention_weights: torch.Tensor | None = None
+        self.hook_pattern = HookPoint()  # (B, h, m, n) attention weights
+        self.hook_z = HookPoint()  # (B, m, h, d_k) each head's output, before W^O
 
     def _check(self, query, key, value, mask):
         for name, t in (("query", query), ("key", key), ("value", value)):
@@ -243,16 +250,30 @@ class MultiHeadAttention(nn.Module):
             target = torch.Size((B, self.n_heads, m, k.shape[-2]))
             require_mask(mask, target, "scores (B, n_heads, m, cached + n)", device=query.device)
         # 2. Attend within each head.
-        if self.training and self.fused:
+        if self.training and self.fused and not self.hook_pattern._forward_hooks:
             heads = self._fused_attention(q, k, v, mask)  # (B, h, m, d_k)
             self.attention_weights = None
+        elif self.hook_pattern._forward_hooks:  # a hook reads (or replaces) the weights
+            heads = self._hooked_attention(q, k, v, mask)  # (B, h, m, d_k)
         else:
             p = self.dropout if self.training else 0.0
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
             self.attention_weights = weights.detach()  # (B, h, m, n)
         # 3. Concatenate the heads and mix them with W^O.
-        concat = heads.transpose(1, 2).reshape(B, m, self.d_model)  # (B, m, d_model)
+        z = heads.transpose(1, 2)  # (B, m, h, d_k)
+        if self.hook_z._forward_hooks:  # skipped with no hook: no module call at all
+            z = self.hook_z(z)
+        concat = z.reshape(B, m, self.d_model)  # (B, m, d_model)
         return self.w_o(concat)
+
+    def _hooked_attention(self, q, k, v, mask):
+        """The textbook path with the weights passed through ``hook_pattern``."""
+        _, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, m, n)
+        weights = self.hook_pattern(weights)
+        if self.training and self.dropout > 0.0:
+            weights = F.dropout(weights, p=self.dropout, training=True)
+        self.attention_weights = weights.detach()
+        return weights @ v  # (B, h, m, d_k)
 
     def _fused_attention(self, q, k, v, mask):
         p = self.dropout if self.training else 0.0

@@ -38,6 +38,7 @@ from lib._checks import (
     shape,
 )
 from lib.model.attention import MultiHeadAttention
+from lib.model.hooks import HookPoint
 from lib.model.kv_cache import _check_offset
 from lib.model.layers import (
     LearnedPositionalEmbedding,
@@ -142,6 +143,16 @@ def _init_parameters(model: nn.Module, d_model: int) -> None:
                 nn.init.xavier_uniform_(p)
 
 
+def _add_hook_points(layer: nn.Module, *sublayers: str) -> None:
+    """The layer's `HookPoint`s (chapter 16): the residual stream before and after it and
+    each sub-layer's output (after its dropout, before the residual sum)."""
+    names = ("resid_pre", *sublayers, "mlp_out", "resid_post")
+    for name in names:
+        setattr(layer, f"hook_{name}", HookPoint())
+    # A plain tuple (not registered twice): forward asks it whether any hook is attached.
+    object.__setattr__(layer, "_hook_points", tuple(getattr(layer, f"hook_{n}") for n in names))
+
+
 def _check_layer_input(name: str, x: torch.Tensor, layer: nn.Module) -> None:
     require_float(name, x)
     if x.dim() != 3 or x.shape[-1] != layer.d_model:
@@ -168,6 +179,7 @@ class EncoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
+        _add_hook_points(self, "attn_out")
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
         """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n).
@@ -176,14 +188,22 @@ class EncoderLayer(nn.Module):
         model generating token by token, chapter 10); the mask then spans the cached keys too.
         """
         _check_layer_input("x", x, self)
+        # Hook points (chapter 16) are called only while a hook is attached to one of them.
+        hooked = any(p._forward_hooks for p in self._hook_points)
+        if hooked:
+            x = self.hook_resid_pre(x)
         if self.norm_first:
             y = self.norm1(x)
-            x = x + self.dropout1(self.self_attn(y, y, y, mask, cache=cache))
-            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+            a = self.dropout1(self.self_attn(y, y, y, mask, cache=cache))
+            x = x + (self.hook_attn_out(a) if hooked else a)
+            f = self.dropout2(self.feed_forward(self.norm2(x)))
+            x = x + (self.hook_mlp_out(f) if hooked else f)
         else:
-            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask, cache=cache)))
-            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
-        return x
+            a = self.dropout1(self.self_attn(x, x, x, mask, cache=cache))
+            x = self.norm1(x + (self.hook_attn_out(a) if hooked else a))
+            f = self.dropout2(self.feed_forward(x))
+            x = self.norm2(x + (self.hook_mlp_out(f) if hooked else f))
+        return self.hook_resid_post(x) if hooked else x
 
 
 class DecoderLayer(nn.Module):
@@ -207,6 +227,7 @@ class DecoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
+        _add_hook_points(self, "attn_out", "cross_attn_out")
 
     def forward(
         self,
@@ -239,17 +260,26 @@ class DecoderLayer(nn.Module):
         if memory_mask is not None and cross_cache is None:
             require_mask(memory_mask, torch.Size((B, h, m, n)), "cross-attention scores (B, n_heads, m, n)",
                          device=x.device, name="memory_mask")
+        hooked = any(p._forward_hooks for p in self._hook_points)
+        if hooked:
+            x = self.hook_resid_pre(x)
         if self.norm_first:
             y = self.norm1(x)
-            x = x + self.dropout1(self.self_attn(y, y, y, tgt_mask, cache=self_cache))
+            a = self.dropout1(self.self_attn(y, y, y, tgt_mask, cache=self_cache))
+            x = x + (self.hook_attn_out(a) if hooked else a)
             y = self.norm2(x)
-            x = x + self.dropout2(self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache))
-            x = x + self.dropout3(self.feed_forward(self.norm3(x)))
+            c = self.dropout2(self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache))
+            x = x + (self.hook_cross_attn_out(c) if hooked else c)
+            f = self.dropout3(self.feed_forward(self.norm3(x)))
+            x = x + (self.hook_mlp_out(f) if hooked else f)
         else:
-            x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask, cache=self_cache)))
-            x = self.norm2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache)))
-            x = self.norm3(x + self.dropout3(self.feed_forward(x)))
-        return x
+            a = self.dropout1(self.self_attn(x, x, x, tgt_mask, cache=self_cache))
+            x = self.norm1(x + (self.hook_attn_out(a) if hooked else a))
+            c = self.dropout2(self.cross_attn(x, memory, memory, memory_mask, cache=cross_cache))
+            x = self.norm2(x + (self.hook_cross_attn_out(c) if hooked else c))
+            f = self.dropout3(self.feed_forward(x))
+            x = self.norm3(x + (self.hook_mlp_out(f) if hooked else f))
+        return self.hook_resid_post(x) if hooked else x
 
 
 class Transformer(nn.Module):

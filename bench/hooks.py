@@ -1,0 +1,106 @@
+"""Cost of the hook points (chapter 16) when no hook is attached.
+
+The same model instance runs with `lib`'s current forward methods (hook points in
+place, none attached) and with the forward methods of `lib` just before the hook
+points were added (commit ed6a948, read with ``git show``), interleaved, in one run.
+Prints the median ratio hooked/plain per setting (1.00 = no cost) and, for
+reference, the cost with hooks attached (run_with_cache).
+
+    OMP_NUM_THREADS=2 python bench/hooks.py
+"""
+
+from __future__ import annotations
+
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+import types
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import lib  # noqa: E402
+from lib.model import attention, transformer  # noqa: E402
+
+BEFORE = "ed6a948"  # the last commit before the hook points were inserted
+
+
+def _old_class(path: str, name: str):
+    source = subprocess.run(["git", "show", f"{BEFORE}:{path}"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType(f"old_{name}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, f"{BEFORE}:{path}", "exec"), module.__dict__)  # noqa: S102
+    return getattr(module, name)
+
+
+OLD = {
+    (attention.MultiHeadAttention, "forward"): _old_class("lib/model/attention.py", "MultiHeadAttention").forward,
+    (transformer.EncoderLayer, "forward"): _old_class("lib/model/transformer.py", "EncoderLayer").forward,
+}
+NEW = {key: getattr(*key) for key in OLD}
+
+
+def _use(methods):
+    for (cls, attr), fn in methods.items():
+        setattr(cls, attr, fn)
+
+
+def _time(fn, reps):
+    start = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - start) / reps
+
+
+def bench(label, model, step, reps, rounds=15):
+    ratios = []
+    for _ in range(rounds):
+        _use(OLD)
+        plain = _time(step, reps)
+        _use(NEW)
+        hooked = _time(step, reps)
+        ratios.append(hooked / plain)
+    _use(NEW)
+    print(f"{label:<46} hooked/plain median {statistics.median(ratios):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f}), plain {plain * 1e3:.2f} ms")
+
+
+def main():
+    torch.manual_seed(0)
+    settings = [  # (label, d_model, heads, layers, d_ff, batch, length)
+        ("tiny: d 64, 2 layers, batch 8x64 (ch 7)", 64, 4, 2, 256, 8, 64),
+        ("small: d 128, 4 layers, batch 32x128 (ch 11)", 128, 4, 4, 512, 32, 128),
+    ]
+    for label, d, h, n, d_ff, B, T in settings:
+        model = lib.DecoderOnlyModel(65, d_model=d, n_heads=h, n_layers=n, d_ff=d_ff, dropout=0.0,
+                                     norm_first=True)
+        x = torch.randint(0, 65, (B, T))
+        model.eval()
+
+        def infer():
+            with torch.no_grad():
+                model(x)
+
+        bench(f"eval  {label}", model, infer, reps=20)
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+
+        def train_step():
+            opt.zero_grad()
+            model(x).logsumexp(-1).mean().backward()
+
+        bench(f"train {label}", model, train_step, reps=5)
+        model.eval()
+        with torch.no_grad():
+            plain = _time(lambda: model(x), 20)
+        cached = _time(lambda: lib.run_with_cache(model, x), 20)
+        print(f"      run_with_cache (every hook attached) / plain eval forward: {cached / plain:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""Hook points, run_with_cache, ablate_heads and compare_layers (lib/model/inspect.py, chapter 16).
+
+The cached tensors are checked against recomputation from the model's own weights
+with plain torch; compare_layers against bugs injected into a copy of a model,
+each expected to be found at the sub-layer it was put in.
+"""
+
+import copy
+import math
+import types
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import lib
+from lib.model.inspect import ablate_heads, compare_layers, hook_names, run_with_cache
+
+V, D, H, L = 40, 32, 4, 9
+
+
+def _decoder(norm_first=False, seed=0):
+    torch.manual_seed(seed)
+    return lib.DecoderOnlyModel(V, d_model=D, n_heads=H, n_layers=2, d_ff=64, dropout=0.0,
+                                norm_first=norm_first).eval()
+
+
+def _tokens(seed=1, B=3):
+    return torch.randint(0, V, (B, L), generator=torch.Generator().manual_seed(seed))
+
+
+def _modern(**changes):
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=V, d_model=D, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48, norm="rms",
+               norm_first=True, position="rotary", rope_base=10000.0, ffn="swiglu", bias=False,
+               tie_embeddings=True, norm_eps=1e-5, max_len=64)
+    cfg.update(changes)
+    return lib.ModernDecoder(lib.ModernConfig(**cfg)).eval()
+
+
+# --------------------------------------------------------------------------- hook points
+
+
+def test_hook_names_of_lib_decoder():
+    names = hook_names(_decoder())
+    for i in range(2):
+        for part in ("hook_resid_pre", "hook_attn_out", "hook_mlp_out", "hook_resid_post",
+                     "self_attn.hook_pattern", "self_attn.hook_z"):
+            assert f"layers.{i}.{part}" in names
+    assert len(names) == 12
+
+
+def test_state_dict_unchanged_by_hook_points():
+    keys = list(_decoder().state_dict())
+    assert not [k for k in keys if "hook" in k]
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_hooks_change_no_number(norm_first):
+    model, x = _decoder(norm_first), _tokens()
+    with torch.no_grad():
+        plain = model(x)
+    out, cache = run_with_cache(model, x)
+    assert torch.equal(out, plain)  # eval mode: the same textbook path, bit for bit
+    assert len(cache) == 12
+    assert not any(p._forward_hooks for p in model.modules())  # hooks removed afterwards
+
+
+def test_train_mode_hooks_equal_fused_path():
+    model, x = _decoder(), _tokens()
+    model.train()  # dropout 0: the fused kernel without hooks, the textbook path with
+    with torch.no_grad():
+        fused = model(x)
+    out, cache = run_with_cache(model, x, names=["layers.1.self_attn.hook_pattern"])
+    torch.testing.assert_close(out, fused, atol=1e-5, rtol=1e-5)
+    assert list(cache) == ["layers.1.self_attn.hook_pattern"]
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_pattern_recomputed_from_q_and_k(norm_first):
+    model, x = _decoder(norm_first), _tokens()
+    _, cache = run_with_cache(model, x)
+    for i, layer in enumerate(model.layers):
+        resid = cache[f"layers.{i}.hook_resid_pre"]
+        a_in = layer.norm1(resid) if norm_first else resid
+        attn = layer.self_attn
+        q = (a_in @ attn.w_q.weight.T + attn.w_q.bias).view(3, L, H, D // H).transpose(1, 2)
+        k = (a_in @ attn.w_k.weight.T + attn.w_k.bias).view(3, L, H, D // H).transpose(1, 2)
+        v = (a_in @ attn.w_v.weight.T + attn.w_v.bias).view(3, L, H, D // H).transpose(1, 2)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(D // H)
+        scores = scores.masked_fill(torch.ones(L, L).triu(1).bool(), -torch.inf)
+        pattern = torch.softmax(scores, dim=-1)
+        torch.testing.assert_close(cache[f"layers.{i}.self_attn.hook_pattern"], pattern)
+        z = (pattern @ v).transpose(1, 2)  # (B, T, h, d_head)
+        torch.testing.assert_close(cache[f"layers.{i}.self_attn.hook_z"], z)
+        attn_out = z.reshape(3, L, D) @ attn.w_o.weight.T + attn.w_o.bias
+        torch.testing.assert_close(cache[f"layers.{i}.hook_attn_out"], attn_out)
+        mid = layer.norm1(resid + attn_out) if not norm_first else resid + attn_out
+        mlp = layer.feed_forward(mid if not norm_first else layer.norm2(mid))
+        torch.testing.assert_close(cache[f"layers.{i}.hook_mlp_out"], mlp)
+        post = layer.norm2(mid + mlp) if not norm_first else mid + mlp
+        torch.testing.assert_close(cache[f"layers.{i}.hook_resid_post"], post)
+
+
+def test_a_hook_can_replace_the_pattern():
+    model, x = _decoder(), _tokens()
+    point = model.layers[0].self_attn.hook_pattern
+    uniform = torch.ones(L, L).tril()
+    uniform = uniform / uniform.sum(-1, keepdim=True)
+    handle = point.register_forward_hook(lambda m, i, o: uniform.expand_as(o).clone())
+    try:
+        with torch.no_grad():
+            hooked = model(x)
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        plain = model(x)
+    assert not torch.allclose(hooked, plain, atol=1e-3)
+
+
+def test_encoder_decoder_layers_have_hooks():
+    torch.manual_seed(0)
+    model = lib.Transformer(V, V, d_model=D, n_heads=H, n_layers=1, d_ff=64, dropout=0.0).eval()
+    src, tgt = _tokens(2), _tokens(3)
+    with torch.no_grad():
+        plain = model(src, tgt)
+    out, cache = run_with_cache(model, src, tgt)
+    assert torch.equal(out, plain)
+    assert "decoder_layers.0.hook_cross_attn_out" in cache
+    assert cache["decoder_layers.0.cross_attn.hook_pattern"].shape == (3, H, L, L)
+
+
+# --------------------------------------------------------------------------- ablation
+
+
+def test_ablate_heads_equals_zeroed_output_columns():
+    model, x = _decoder(), _tokens()
+    heads = [(0, 1), (1, 3), (1, 0)]
+    with torch.no_grad(), ablate_heads(model, heads):
+        ablated = model(x)
+    assert not any(p._forward_hooks for p in model.modules())
+    surgery = copy.deepcopy(model)
+    d = D // H
+    with torch.no_grad():
+        for layer, h in heads:  # W_O's columns that read head h
+            surgery.layers[layer].self_attn.w_o.weight[:, h * d:(h + 1) * d] = 0.0
+        want = surgery(x)
+        plain = model(x)
+    torch.testing.assert_close(ablated, want)
+    assert not torch.allclose(ablated, plain, atol=1e-3)
+
+
+def test_ablate_heads_in_modern_decoder_equals_zeroed_columns():
+    model, x = _modern(), _tokens()
+    with torch.no_grad(), ablate_heads(model, [(1, 2)]):
+        ablated = model(x)
+    surgery = copy.deepcopy(model)
+    d = D // 4
+    with torch.no_grad():
+        surgery.blocks[1].attn.w_o.weight[:, 2 * d:3 * d] = 0.0
+        want = surgery(x)
+    torch.testing.assert_close(ablated, want)
+
+
+def test_bad_input():
+    model = _decoder()
+    with pytest.raises(ValueError, match="names"):
+        run_with_cache(model, _tokens(), names=["blocks.0.nothing"])
+    with pytest.raises(TypeError, match="model"):
+        run_with_cache(lambda x: x, _tokens())
+    with pytest.raises(ValueError, match="heads"):
+        with ablate_heads(model, [(0, H)]):
+            pass
+    with pytest.raises(TypeError, match="heads"):
+        with ablate_heads(model, [0, 1]):
+            pass
+    with pytest.raises(ValueError, match="layer"):
+        with ablate_heads(model, [(5, 0)]):
+            pass
+    with pytest.raises(ValueError, match="atol"):
+        compare_layers(model, model, _tokens(), atol=-1.0)
+    with pytest.raises(TypeError, match="inputs"):
+        compare_layers(model, model, [1, 2])
+
+
+# --------------------------------------------------------------------------- compare_layers
+
+
+def test_equal_pair_reports_nothing():
+    model = _decoder()
+    assert compare_layers(copy.deepcopy(model), model, _tokens()) is None
+    modern = _modern()
+    assert compare_layers(copy.deepcopy(modern), modern, _tokens()) is None
+
+
+def test_training_mode_restored():
+    model = _decoder().train()
+    compare_layers(copy.deepcopy(model), model, _tokens())
+    assert model.training
+
+
+def _check(diff, name, atol=1e-5):
+    assert diff is not None, "a bug went unnoticed"
+    assert diff.name == name, str(diff)
+    assert diff.max_abs_diff > atol
+    assert name in str(diff)
+
+
+def test_layer_norm_eps():
+    model = _decoder()
+    bug = copy.deepcopy(model)
+    bug.layers[1].norm2.eps = 1e-1
+    _check(compare_layers(bug, model, _tokens()), "layers.1.norm2")
+
+
+def _unscaled_forward(self, query, key, value, mask=None, *, cache=None):
+    """lib's MultiHeadAttention without the 1/sqrt(d_k) (hook points kept)."""
+    B, m, _ = query.shape
+    q, k, v = (self._split(w(t)) for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+    scores = (q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf"))
+    weights = self.hook_pattern(scores.softmax(-1))
+    z = self.hook_z((weights @ v).transpose(1, 2))
+    return self.w_o(z.reshape(B, m, self.d_model))
+
+
+def test_missing_scale():
+    model = _decoder()
+    bug = copy.deepcopy(model)
+    bug.layers[1].self_attn.forward = types.MethodType(_unscaled_forward, bug.layers[1].self_attn)
+    _check(compare_layers(bug, model, _tokens()), "layers.1.self_attn.hook_pattern")
+
+
+def test_mask_off_by_one():
+    model = _decoder()
+    bug = copy.deepcopy(model)
+
+    def forward(self, tokens):  # each token also sees the next one
+        n = tokens.shape[1]
+        return self._run(tokens, torch.ones(n, n, dtype=torch.bool).tril(1))
+
+    bug.forward = types.MethodType(forward, bug)
+    _check(compare_layers(bug, model, _tokens()), "layers.0.self_attn.hook_pattern")
+
+
+def test_untied_output():
+    model = _decoder()
+    bug = copy.deepcopy(model)
+    torch.manual_seed(5)
+    bug.head = nn.Linear(D, V, bias=False)  # a fresh head, not the embedding matrix
+    _check(compare_layers(bug, model, _tokens()), "head")
+
+
+def test_rope_pairing():
+    model = _modern()
+    bug = copy.deepcopy(model)
+    bug.blocks[0].attn.pairing = "half"
+    _check(compare_layers(bug, model, _tokens()), "blocks.0.attn.hook_pattern")
+
+
+def test_gqa_repeat_order():
+    model = _modern()
+    bug = copy.deepcopy(model)
+    attn = bug.blocks[1].attn
+
+    def textbook(self, q, k, v, offset, n_keys):  # tile the kv heads instead of grouping
+        group = self.n_heads // self.n_kv_heads
+        k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        scores = scores.masked_fill(~self._mask(q.shape[-2], n_keys, offset, q.device), -torch.inf)
+        return self.hook_pattern(scores.softmax(-1)) @ v
+
+    attn._textbook = types.MethodType(textbook, attn)
+    attn.hook_pattern.register_forward_hook(lambda m, i, o: None)  # the textbook path even alone
+    with torch.no_grad():  # the injected bug changes the logits
+        assert not torch.allclose(bug(_tokens()), model(_tokens()), atol=1e-4)
+    _check(compare_layers(bug, model, _tokens()), "blocks.1.attn.hook_pattern")
+
+
+def test_rms_norm_eps_in_modern():
+    model = _modern()
+    bug = copy.deepcopy(model)
+    bug.blocks[0].norm2.eps = 0.5
+    _check(compare_layers(bug, model, _tokens()), "blocks.0.norm2")
+
+
+def test_tolerance_respected():
+    model = _decoder()
+    bug = copy.deepcopy(model)
+    with torch.no_grad():
+        bug.layers[0].self_attn.w_v.weight.add_(1e-7)
+    assert compare_layers(bug, model, _tokens(), atol=1e-4) is None
+    diff = compare_layers(bug, model, _tokens(), atol=1e-9)
+    assert diff is not None and diff.name == "layers.0.self_attn.w_v"
+
+
+def test_functions_sharing_modules():
+    torch.manual_seed(0)
+    a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    ref = lambda x: b(torch.relu(a(x)))  # noqa: E731
+    swapped = lambda x: a(torch.relu(b(x)))  # noqa: E731
+    diff = compare_layers(swapped, ref, x, modules={"a": a, "b": b})
+    assert diff is not None and diff.name == "a"
+    assert compare_layers(lambda x: b(F.relu(a(x))), ref, x, modules={"a": a, "b": b}) is None
