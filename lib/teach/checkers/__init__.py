@@ -6,8 +6,10 @@ from lib.teach.checkers import (
     efficient,
     feed_forward,
     heads,
+    induction,
     language_model,
     layers,
+    modern,
     positions,
     pretrained,
     rnn_attention,
@@ -21,8 +23,10 @@ from lib.teach.checkers.complexity import *  # noqa: F403
 from lib.teach.checkers.efficient import *  # noqa: F403
 from lib.teach.checkers.feed_forward import *  # noqa: F403
 from lib.teach.checkers.heads import *  # noqa: F403
+from lib.teach.checkers.induction import *  # noqa: F403
 from lib.teach.checkers.language_model import *  # noqa: F403
 from lib.teach.checkers.layers import *  # noqa: F403
+from lib.teach.checkers.modern import *  # noqa: F403
 from lib.teach.checkers.positions import *  # noqa: F403
 from lib.teach.checkers.pretrained import *  # noqa: F403
 from lib.teach.checkers.rnn_attention import *  # noqa: F403
@@ -36,7 +40,7 @@ __all__ = [
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
         positions, layers, training, complexity, efficient, tokenization,
-        language_model, translation, pretrained,
+        language_model, translation, pretrained, modern, induction,
     )
     for name in module.__all__
 ]
