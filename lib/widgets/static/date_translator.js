@@ -23,7 +23,7 @@
 //                       root.dtModel the widget model; root.dataset.computeMs the last run's time
 //   text box            input[data-control="source"]
 //   output text         [data-output="text"] (textContent = the decoded string)
-//   steps               button[data-step="i"] (aria-pressed="true" on the step shown)
+//   steps               button[data-step="i"] (aria-pressed="true" on the step shown; its text is its name)
 //   top characters      table[data-table="top"] tr[data-token][data-prob]
 //   cross-attention     table[data-table="cross"] td[data-head][data-col][data-value] (head "mean" too)
 //   announcements       .dt-status (role="status")
@@ -437,10 +437,11 @@ function render({ model, el: host }) {
     outText.textContent = run.output;
     run.steps.forEach((step, i) => {
       const p = step.top.find(([tok]) => tok === step.token)[1];
-      const b = el("button", { type: "button", "data-step": String(i), "aria-pressed": "false",
-        "aria-label": `step ${i + 1}: ${spoken(step.token)}, probability ${p.toFixed(2)}` });
+      // The name comes from the content (no aria-label): what is seen is also what is read.
+      const b = el("button", { type: "button", "data-step": String(i), "aria-pressed": "false" });
       b.appendChild(el("span", { "aria-hidden": "true" }, shown(step.token)));
-      b.appendChild(el("span", { class: "dt-p", "aria-hidden": "true" }, p.toFixed(2)));
+      b.appendChild(el("span", { class: "dt-sr-only" }, `step ${i + 1}: ${spoken(step.token)}, probability `));
+      b.appendChild(el("span", { class: "dt-p" }, p.toFixed(2)));
       b.tabIndex = -1;
       b.addEventListener("click", () => showStep(i));
       b.addEventListener("focus", () => showStep(i));

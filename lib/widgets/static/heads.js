@@ -128,7 +128,6 @@ function render({ model, el: host }) {
   function draw() {
     range.max = String(state.n_heads - 1);
     range.value = String(state.head);
-    range.disabled = state.n_heads === 1;
     hOut.textContent = `${state.head} of 0-${state.n_heads - 1}`;
     select.value = String(state.n_heads);
     const dk = x[0].length / state.n_heads;

@@ -59,6 +59,11 @@ export function sampleSteps(warmup, total) {
 
 const SVG = "http://www.w3.org/2000/svg";
 
+/** x in Python's "%.{digits}e" style (two exponent digits: 6.99e-04), as lib's .alt and title write it. */
+export function fmtExp(x, digits) {
+  return x.toExponential(digits).replace(/e([+-])(\d)$/, "e$10$2");
+}
+
 function el(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
@@ -82,8 +87,8 @@ const CONTROLS = [
 function describe(d, w, f, total, peak) {
   const settings = `d_model=${d}, warmup_steps=${w}, factor=${f.toFixed(1)}`;
   const shape = w < total
-    ? `it rises linearly to its peak ${peak.lr.toExponential(2)} at step ${peak.step}, then decays in proportion to one over the square root of the step`
-    : `it rises linearly over all ${total} steps drawn, to ${peak.lr.toExponential(2)} at the last`;
+    ? `it rises linearly to its peak ${fmtExp(peak.lr, 2)} at step ${peak.step}, then decays in proportion to one over the square root of the step`
+    : `it rises linearly over all ${total} steps drawn, to ${fmtExp(peak.lr, 2)} at the last`;
   return `Learning rate (y axis) against training step (x axis, 1 to ${total}) for ${settings}: ${shape}.`;
 }
 
@@ -146,7 +151,7 @@ function render({ model, el: host }) {
     current = { peak, alt: describe(d, w, f, total, peak) };
     peakLine.setAttribute("data-step", String(peak.step));
     peakLine.setAttribute("data-lr", String(peak.lr));
-    peakLine.textContent = `Peak ${peak.lr.toExponential(2)} at step ${peak.step}.`;
+    peakLine.textContent = `Peak ${fmtExp(peak.lr, 2)} at step ${peak.step}.`;
     // plot
     const W = 640, H = 300, left = 70, right = 16, top = 34, bottom = 44;
     const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": current.alt, "data-plot": "schedule" });
@@ -156,7 +161,7 @@ function render({ model, el: host }) {
     svg.appendChild(svgEl("text", { x: W / 2, y: 14, "text-anchor": "middle", "font-size": 12, fill: "#222" },
       `d_model=${d}, warmup_steps=${w}, factor=${f.toFixed(1)}`));
     svg.appendChild(svgEl("text", { x: W / 2, y: 28, "text-anchor": "middle", "font-size": 12, fill: "#222" },
-      `peak ${peak.lr.toExponential(2)} at step ${peak.step}`));
+      `peak ${fmtExp(peak.lr, 2)} at step ${peak.step}`));
     svg.appendChild(svgEl("line", { x1: left, y1: H - bottom, x2: W - right, y2: H - bottom, stroke: "#444" }));
     svg.appendChild(svgEl("line", { x1: left, y1: top, x2: left, y2: H - bottom, stroke: "#444" }));
     for (let i = 0; i <= 4; i++) {
@@ -166,7 +171,7 @@ function render({ model, el: host }) {
       const lr = (yMax * i) / 4;
       svg.appendChild(svgEl("line", { x1: left - 4, y1: y(lr), x2: left, y2: y(lr), stroke: "#444" }));
       svg.appendChild(svgEl("text", { x: left - 6, y: y(lr) + 4, "text-anchor": "end", "font-size": 11, fill: "#333" },
-        lr.toExponential(1)));
+        fmtExp(lr, 1)));
     }
     svg.appendChild(svgEl("text", { x: (left + W - right) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, fill: "#222" }, "step"));
     svg.appendChild(svgEl("text", { x: 14, y: (top + H - bottom) / 2, "text-anchor": "middle", "font-size": 12, fill: "#222",
@@ -189,7 +194,7 @@ function render({ model, el: host }) {
     for (const s of sampleSteps(w, total)) {
       r1.appendChild(el("td", {}, String(s)));
       const lr = noamLr(s, d, w, f);
-      r2.appendChild(el("td", { "data-step": String(s), "data-value": String(lr) }, lr.toExponential(3)));
+      r2.appendChild(el("td", { "data-step": String(s), "data-value": String(lr) }, fmtExp(lr, 3)));
     }
     table.appendChild(r1);
     table.appendChild(r2);
@@ -200,7 +205,7 @@ function render({ model, el: host }) {
     clearTimeout(timer);
     timer = setTimeout(() => {
       status.textContent = `d_model ${state.d_model}, warmup_steps ${state.warmup_steps}, factor ${state.factor.toFixed(1)}: ` +
-        `peak ${current.peak.lr.toExponential(2)} at step ${current.peak.step}.`;
+        `peak ${fmtExp(current.peak.lr, 2)} at step ${current.peak.step}.`;
     }, 400);
   }
 
