@@ -1,4 +1,4 @@
-"""What the four widgets share: how they are displayed and how they draw.
+"""What the widgets share: how they are displayed, and how Python drives them.
 
 Display protocol (the same for every widget of the course): an explorer is
 shown by leaving it as the last expression of a cell (``explorer``) or with
@@ -6,19 +6,17 @@ shown by leaving it as the last expression of a cell (``explorer``) or with
 ``display(explorer.widget)`` works too, and so does putting it into a layout
 (``ipywidgets.HBox([a.widget, b.widget])``).
 
-Drawing: a matplotlib figure is rendered to PNG bytes and shown in an
-``ipywidgets.Image``. Redrawing only changes the image's value, so it works
-without a live kernel (the static book keeps the last image), sends no display
-messages that would land in the output of the cell that moved a slider, and has
-no captured output to replay or clear. The PNG is rendered at twice the size
-it is shown at (a device pixel ratio of 2), and the image's layout width is set
-to that size, so the picture is neither stretched nor blurred.
+Every widget of the course is an ``anywidget`` whose JavaScript (lib/widgets/static/)
+computes and draws in the page, in JupyterLab, VS Code, Colab and on the static web
+book (issue 25). `Control` lets a notebook cell read and set one of its synced values
+(``explorer.warmup.value = 200``), as the explorers' ipywidgets sliders used to.
 
-Alternative text: every redraw also says in one sentence what the new picture shows
-(its axes and its point). `show_png` puts that sentence in the Image widget's
-``tooltip``, which ipywidgets renders as the image's ``title`` (its accessible name,
-and a hover text); on the book's pages _ext/accessibility/static/course-a11y.js
-also copies it into ``alt``. Each explorer keeps the sentence in ``.alt``.
+The PNG helpers below (`image_widget`, `show_png`, `render_png`) draw a matplotlib
+figure into an ``ipywidgets.Image`` at twice the size it is shown at; no widget of the
+course uses them any more, they are kept for a widget that must show a figure drawn by
+a kernel (its caption must then say it is a stored picture: tests/browser/test_site.py
+fails on a stored ImageModel). Alternative text: `show_png` puts one sentence in the
+Image widget's ``tooltip``; _ext/accessibility/static/course-a11y.js copies it into ``alt``.
 """
 
 from __future__ import annotations
