@@ -252,3 +252,111 @@ def test_lm_loss_checker_never_accepts_nan():
 def test_lm_loss_checker_reports_an_unknown_bug_without_a_name():
     verdict = lib.check_causal_lm_loss(lambda x, y: loss_ok(x, y) * 1.01)
     assert not verdict and verdict.mistake is None
+
+
+# --- sample_loop -------------------------------------------------------------------------------
+# Written here with torch.sort thresholds and torch.where, apart from the checker's variants.
+
+
+def _filtered(z, top_k, fill=-math.inf, strict=False):
+    if top_k is None:
+        return z
+    threshold = torch.sort(z, dim=-1, descending=True).values[:, top_k - 1 : top_k]
+    keep = z > threshold if strict else z >= threshold
+    return torch.where(keep, z, torch.full_like(z, fill))
+
+
+def make_loop(temperature_first=True, strict=False, fill=-math.inf, draw="probs", feed=True,
+              crop="last", with_prompt=True):
+    def loop(model, prompt, n_new, temperature, top_k, generator):
+        L = model.pos.max_len
+        out = prompt.clone()
+        for _ in range(n_new):
+            seen = out if feed else prompt
+            n = seen.shape[1]
+            context = {"last": seen[:, max(0, n - L):], "first": seen[:, : min(n, L)], "none": seen}[crop]
+            logits = model(context)[:, -1, :]
+            z = logits / temperature if temperature_first else logits
+            z = _filtered(z, top_k, fill, strict)
+            probs = torch.exp(z - z.max(dim=-1, keepdim=True).values)
+            probs = probs / probs.sum(dim=-1, keepdim=True)
+            if not temperature_first:
+                probs = probs / temperature
+            if draw == "probs":
+                new = torch.multinomial(probs, num_samples=1, generator=generator)
+            elif draw == "logits":
+                new = torch.multinomial(z, num_samples=1, generator=generator)
+            elif draw == "argmax":
+                new = probs.argmax(dim=-1, keepdim=True)
+            else:
+                new = torch.multinomial(probs, num_samples=1)
+            out = torch.cat((out, new), dim=1)
+        return out if with_prompt else out[:, prompt.shape[1]:]
+
+    return loop
+
+
+LOOP_WRONG = {
+    "temperature applied after the softmax (or not at all)": make_loop(temperature_first=False),
+    "top-k keeps k - 1 tokens": make_loop(strict=True),
+    "tokens outside the top k set to 0 instead of -inf": make_loop(fill=0.0),
+    "sampled from the logits, not the probabilities": make_loop(draw="logits"),
+    "the most probable token taken (greedy), not sampled": make_loop(draw="argmax"),
+    "the generator not used": make_loop(draw="global"),
+    "the sampled token is not fed back": make_loop(feed=False),
+    "the context is not cropped to max_len": make_loop(crop="none"),
+    "cropped to the first max_len tokens": make_loop(crop="first"),
+    "only the new tokens returned": make_loop(with_prompt=False),
+}
+
+
+def test_sample_loop_checker_passes_a_solution_and_reports_a_stub():
+    assert lib.check_sample_loop(make_loop())
+    verdict = lib.check_sample_loop(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(LOOP_WRONG))
+def test_sample_loop_checker_names_each_mistake(mistake):
+    verdict = lib.check_sample_loop(LOOP_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake, verdict.message
+
+
+def test_sample_loop_checker_matches_lib_generate_where_no_crop_is_needed():
+    # the checker's reference is lib's sampler in a loop: on a run that fits in max_len it
+    # must give lib.generate's tokens for the same generator (so a right loop is lib's)
+    torch.manual_seed(0)
+    model = lib.DecoderOnlyModel(11, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.0,
+                                 max_len=8).eval()
+    prompt = torch.randint(0, 11, (5, 3))
+    want = lib.generate(model, prompt, 5, temperature=0.7, top_k=4,
+                        generator=torch.Generator().manual_seed(3), use_cache=False)
+    with torch.no_grad():
+        got = make_loop()(model, prompt, 5, 0.7, 4, torch.Generator().manual_seed(3))
+    assert torch.equal(got, want)
+
+
+def test_sample_loop_checker_refuses_lib_sampler_and_wrong_dtypes():
+    def with_lib(model, prompt, n_new, temperature, top_k, generator):
+        out = prompt
+        for _ in range(n_new):
+            logits = model(out[:, -model.pos.max_len:])[:, -1]
+            out = torch.cat([out, lib.sample_next(logits, temperature, top_k, generator)[:, None]], 1)
+        return out
+
+    verdict = lib.check_sample_loop(with_lib)
+    assert not verdict and "write the temperature, the top-k filter" in verdict.message
+    assert lib.sample_next is not None and callable(lib.generate)  # restored afterwards
+    assert lib.sample_next.__name__ == "sample_next"
+    as_int32 = lambda *a: make_loop()(*a).int()  # noqa: E731
+    verdict = lib.check_sample_loop(as_int32)
+    assert not verdict and "int64" in verdict.message
+
+
+def test_sample_loop_checker_reports_an_unknown_bug_without_a_name():
+    def top_k_plus_one(model, prompt, n_new, temperature, top_k, generator):
+        bigger = None if top_k is None else min(top_k + 1, model.vocab_size)
+        return make_loop()(model, prompt, n_new, temperature, bigger, generator)
+
+    verdict = lib.check_sample_loop(top_k_plus_one)
+    assert not verdict and verdict.mistake is None

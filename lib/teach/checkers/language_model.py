@@ -1,4 +1,4 @@
-"""Checkers for chapter 11's coding exercises (a language model, sampling).
+"""Checkers for chapter 11's coding exercises (a language model, sampling, the sampling loop).
 
 Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
 the most likely mistake by name. Tests feed each checker the solution and one
@@ -7,14 +7,19 @@ wrong version per named mistake (tests/test_checkers_language_model.py).
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 import torch.nn.functional as F
 
+import lib.train.generate as _generate_module
+from lib.model.families import DecoderOnlyModel
 from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.train.generate import context_length
+from lib.train.generate import sample_next as _sample_next
 
-__all__ = ["check_sampling_probs", "check_causal_lm_loss"]
+__all__ = ["check_sampling_probs", "check_causal_lm_loss", "check_sample_loop"]
 
 
 # ---------------------------------------------------------------------------
@@ -262,3 +267,212 @@ def check_causal_lm_loss(causal_lm_loss) -> Verdict:
         ),
     ]
     return check_function(causal_lm_loss, _reference_lm_loss, _lm_loss_cases(), mistakes, name="causal_lm_loss")
+
+
+# ---------------------------------------------------------------------------
+# sample_loop(model, prompt, n_new, temperature, top_k, generator) -> (B, P + n_new) ids
+# ---------------------------------------------------------------------------
+
+
+class _LibSamplerUsed(Exception):
+    """Raised when the learner's loop calls lib's sampler, which it is compared with."""
+
+
+def _refuse(*args, **kwargs):
+    raise _LibSamplerUsed(
+        "the loop calls lib.sample_next or lib.generate, which the checker compares it with: "
+        "write the temperature, the top-k filter and the draw yourself"
+    )
+
+
+@contextlib.contextmanager
+def _lib_sampler_refused():
+    import lib  # the package itself: the chapter calls lib.sample_next
+
+    saved = [(m, name, getattr(m, name)) for m in (lib, _generate_module)
+             for name in ("sample_next", "generate") if hasattr(m, name)]
+    try:
+        for m, name, _ in saved:
+            setattr(m, name, _refuse)
+        yield
+    finally:
+        for m, name, value in saved:
+            setattr(m, name, value)
+
+
+def _seeded(fn, refuse_lib=False):
+    """fn(model, prompt, n_new, temperature, top_k, generator), called with a fresh generator
+    seeded from the case, the global RNG seeded too (so a draw that ignores the generator is
+    reproducible, and recognisable), eval mode and no gradients."""
+
+    def run(model, prompt, n_new, temperature, top_k, seed):
+        generator = torch.Generator().manual_seed(seed)
+        guard = _lib_sampler_refused() if refuse_lib else contextlib.nullcontext()
+        with torch.random.fork_rng(devices=[]), torch.no_grad(), guard:
+            torch.manual_seed(1000 + seed)
+            return fn(model.eval(), prompt, n_new, temperature, top_k, generator)
+
+    return run
+
+
+def _loop_model(seed: int, vocab_size: int = 11, max_len: int = 6) -> DecoderOnlyModel:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = DecoderOnlyModel(vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                                 dropout=0.0, max_len=max_len)
+    return model.eval()
+
+
+def _loop_cases() -> list[Case]:
+    """A tiny random model with max_len 6; prompts that fit, and runs that go past max_len
+    (the context must be cropped); temperatures below, at and above 1; top_k None, 1, 2, 3."""
+    g = torch.Generator().manual_seed(11)
+    cases = []
+    for B, P, n_new, temperature, top_k, seed in (
+        (6, 3, 3, 0.5, None, 0),
+        (6, 2, 9, 1.5, 3, 1),
+        (5, 4, 7, 1.0, 2, 2),
+        (4, 1, 6, 0.8, 1, 3),
+        (8, 3, 10, 2.0, None, 4),
+    ):
+        model = _loop_model(seed)
+        prompt = torch.randint(0, model.vocab_size, (B, P), generator=g)
+        label = (f"prompt {(B, P)}, {n_new} new tokens (max_len 6), temperature {temperature}, "
+                 f"top_k {top_k}")
+        cases.append(Case((model, prompt, n_new, temperature, top_k, seed), label=label))
+    return cases
+
+
+def _reference_loop(model, prompt, n_new, temperature, top_k, generator):
+    """lib's sampler in a loop, the context cropped to the model's last max_len tokens."""
+    max_len = context_length(model)
+    tokens = prompt
+    for _ in range(n_new):
+        logits = model(tokens[:, -max_len:])[:, -1]  # (B, |V|)
+        next_id = _sample_next(logits, temperature, top_k, generator)  # (B,)
+        tokens = torch.cat([tokens, next_id[:, None]], dim=1)
+    return tokens
+
+
+def _loop_variant(*, temperature="before", strict_top=False, fill=float("-inf"), draw="probs",
+                  feed=True, crop="last", keep_prompt=True):
+    """The loop with one thing changed, to reproduce a named mistake."""
+
+    def run(model, prompt, n_new, t, top_k, generator):
+        max_len = context_length(model)
+        tokens = prompt
+        for _ in range(n_new):
+            source = tokens if feed else prompt
+            context = {"last": source[:, -max_len:], "first": source[:, :max_len], "none": source}[crop]
+            z = model(context)[:, -1].float()
+            if temperature == "before":
+                z = z / t
+            if top_k is not None:
+                kth = z.topk(top_k, dim=-1).values[:, -1:]
+                z = z.masked_fill(z <= kth if strict_top else z < kth, fill)
+            p = z.softmax(dim=-1)
+            if temperature == "after":
+                p = p / t
+            if draw == "probs":
+                next_id = torch.multinomial(p, 1, generator=generator)[:, 0]
+            elif draw == "logits":
+                next_id = torch.multinomial(z, 1, generator=generator)[:, 0]
+            elif draw == "argmax":
+                next_id = p.argmax(dim=-1)
+            else:  # the global random state
+                next_id = torch.multinomial(p, 1)[:, 0]
+            tokens = torch.cat([tokens, next_id[:, None]], dim=1)
+        return tokens if keep_prompt else tokens[:, prompt.shape[1]:]
+
+    return run
+
+
+def check_sample_loop(sample_loop) -> Verdict:
+    """Chapter 11, exercise: `sample_loop(model, prompt, n_new, temperature, top_k, generator)`.
+
+    model a `lib.DecoderOnlyModel`, prompt (B, P) int64 ids -> (B, P + n_new) int64: the
+    prompt and n_new tokens, each drawn from the last position's logits: the context
+    cropped to the model's last max_len tokens, logits divided by the temperature, all but
+    the top_k largest set to -inf (ties with the k-th kept), softmax, then
+    ``torch.multinomial(probs, 1, generator=generator)``, the draw `lib.sample_next` makes.
+    The checker runs the learner's loop and lib's sampler in the same loop with generators
+    seeded alike, so the same tokens come out; calling lib's sampler is refused.
+    """
+    if not callable(sample_loop):
+        raise TypeError(f"the checker needs your function itself, got {type(sample_loop).__name__}")
+    mistakes = [
+        Mistake(
+            "temperature applied after the softmax (or not at all)",
+            "Dividing the probabilities by T changes nothing once they are renormalised (and "
+            "torch.multinomial renormalises): the temperature divides the *logits*, before the "
+            "softmax. Did you apply it after the softmax, or forget it?",
+            _loop_variant(temperature="after"),
+        ),
+        Mistake(
+            "top-k keeps k - 1 tokens",
+            "The k-th largest logit itself must stay: did you keep only logits strictly greater "
+            "than it (> instead of >=)? With k = 1 nothing is left and the draw fails.",
+            _loop_variant(strict_top=True),
+        ),
+        Mistake(
+            "tokens outside the top k set to 0 instead of -inf",
+            "A logit of 0 still gets probability e^0 / Σ after the softmax: did you fill the "
+            "tokens outside the top k with 0 rather than float('-inf')?",
+            _loop_variant(fill=0.0),
+        ),
+        Mistake(
+            "sampled from the logits, not the probabilities",
+            "torch.multinomial needs non-negative weights: logits are negative too, and -inf "
+            "after the top-k filter. Did you pass the logits instead of their softmax?",
+            _loop_variant(draw="logits"),
+        ),
+        Mistake(
+            "the most probable token taken (greedy), not sampled",
+            "argmax is greedy decoding: every run gives the same text, whatever the "
+            "temperature. Draw with torch.multinomial(probs, 1, generator=generator).",
+            _loop_variant(draw="argmax"),
+        ),
+        Mistake(
+            "the generator not used",
+            "Without generator=generator, torch.multinomial draws from the global random state, "
+            "so a seeded run is not reproducible. Did you pass the generator to the draw?",
+            _loop_variant(draw="global"),
+        ),
+        Mistake(
+            "the sampled token is not fed back",
+            "Each step must run the model on the prompt *and the tokens drawn so far*: did you "
+            "keep computing the logits from the prompt alone?",
+            _loop_variant(feed=False),
+        ),
+        Mistake(
+            "the context is not cropped to max_len",
+            "A learned positional table has max_len rows: once prompt + new tokens are longer, "
+            "the model refuses the sequence. Keep the last max_len tokens, "
+            "tokens[:, -max_len:] (lib.context_length(model) gives max_len).",
+            _loop_variant(crop="none"),
+        ),
+        Mistake(
+            "cropped to the first max_len tokens",
+            "The next token depends on the most recent tokens: keep the *last* max_len, "
+            "tokens[:, -max_len:], not tokens[:, :max_len].",
+            _loop_variant(crop="first"),
+        ),
+        Mistake(
+            "only the new tokens returned",
+            "Return the prompt followed by the new tokens, shape (B, P + n_new), as "
+            "lib.generate does.",
+            _loop_variant(keep_prompt=False),
+        ),
+    ]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: one thread is over ten times faster than two
+    try:
+        return check_function(
+            _seeded(sample_loop, refuse_lib=True),
+            _seeded(_reference_loop),
+            _loop_cases(),
+            [Mistake(m.name, m.hint, _seeded(m.fn)) for m in mistakes],
+            name="sample_loop",
+        )
+    finally:
+        torch.set_num_threads(threads)
