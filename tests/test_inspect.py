@@ -303,3 +303,53 @@ def test_functions_sharing_modules():
     diff = compare_layers(swapped, ref, x, modules={"a": a, "b": b})
     assert diff is not None and diff.name == "a"
     assert compare_layers(lambda x: b(F.relu(a(x))), ref, x, modules={"a": a, "b": b}) is None
+
+
+# --------------------------------------------------------------------------- chapter 7's checkers
+
+
+def test_encoder_layer_checker_names_the_first_differing_sub_layer():
+    def doubled_ffn(x, attn, ffn, norm1, norm2, mask=None):  # an unnamed slip in the FFN's sum
+        x = norm1(x + attn(x, x, x, mask=mask))
+        return norm2(x + 2 * ffn(x))
+
+    verdict = lib.check_post_ln_encoder_layer(doubled_ffn)
+    assert not verdict and verdict.mistake is None
+    assert "Where (lib.compare_layers, case 0): first difference at norm2:" in verdict.message
+
+    def scaled_input(x, attn, ffn, norm1, norm2, mask=None):
+        y = norm1(x)
+        x = x + attn(y * 1.5, y * 1.5, y * 1.5, mask=mask)
+        return x + ffn(norm2(x))
+
+    verdict = lib.check_pre_ln_encoder_layer(scaled_input)
+    assert not verdict and "first difference at attn.w_q" in verdict.message
+
+
+def test_decoder_checker_names_the_layer_and_sub_layer():
+    def second_layer_ffn_halved(y, encoder_outputs, layers, tgt_mask, memory_mask):
+        memory = encoder_outputs[-1]
+        for i, m in enumerate(layers):
+            y = m.norm1(y + m.self_attn(y, y, y, mask=tgt_mask))
+            y = m.norm2(y + m.cross_attn(y, memory, memory, mask=memory_mask))
+            y = m.norm3(y + (0.5 if i == 1 else 1.0) * m.feed_forward(y))
+        return y
+
+    verdict = lib.check_post_ln_decoder(second_layer_ffn_halved)
+    assert not verdict and verdict.mistake is None
+    assert "first difference at layers[1].norm3" in verdict.message
+
+
+def test_named_mistakes_and_passes_get_no_location():
+    def post_ln(x, attn, ffn, norm1, norm2, mask=None):
+        x = norm1(x + attn(x, x, x, mask=mask))
+        return norm2(x + ffn(x))
+
+    def pre_ln_order(x, attn, ffn, norm1, norm2, mask=None):
+        y = norm1(x)
+        x = x + attn(y, y, y, mask=mask)
+        return x + ffn(norm2(x))
+
+    assert "compare_layers" not in lib.check_post_ln_encoder_layer(post_ln).message
+    verdict = lib.check_post_ln_encoder_layer(pre_ln_order)
+    assert verdict.mistake is not None and "compare_layers" not in verdict.message

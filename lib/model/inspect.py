@@ -157,7 +157,8 @@ def _watched(model, modules) -> dict[str, nn.Module]:
         if isinstance(modules, nn.Module):
             return {n: m for n, m in modules.named_modules() if n}
         if isinstance(modules, dict) and all(isinstance(m, nn.Module) for m in modules.values()):
-            return dict(modules)
+            return {f"{key}.{n}" if n else key: sub for key, m in modules.items()
+                    for n, sub in m.named_modules()}
         raise TypeError("modules must be an nn.Module or a dict name -> nn.Module")
     if isinstance(model, nn.Module):
         return {n: m for n, m in model.named_modules() if n}
@@ -185,7 +186,7 @@ def compare_layers(mine, reference, inputs, *, atol: float = 1e-5, rtol: float =
     mine, reference: ``nn.Module``s with the same sub-module names (a copy of a
     model with one change, or the learner's model built like `lib`'s), or two
     functions that call the same modules (then ``modules`` - an ``nn.Module`` or
-    a dict name -> module - says which to watch). ``inputs``: a tensor, a tuple of
+    a dict name -> module - says which to watch, with their sub-modules). ``inputs``: a tensor, a tuple of
     positional arguments, or a dict of keyword arguments.
 
     Every watched module's (floating) output is recorded as it completes, so a

@@ -110,3 +110,27 @@ __all__ += ["RESULT_MIME", "check_band", "glue"]
 from lib.teach.extrapolation import PatternRun, repeating, train_pattern_model  # noqa: E402  (chapter 6)
 
 __all__ += ["PatternRun", "repeating", "train_pattern_model"]
+
+from lib.teach.induction import (  # noqa: E402  (chapter 16)
+    AttentionOnlyModel,
+    InductionRun,
+    ablation_losses,
+    half_losses,
+    induction_scores,
+    previous_token_scores,
+    repeat_probe,
+    repeated_tokens,
+    train_attention_only,
+)
+
+__all__ += [
+    "AttentionOnlyModel",
+    "InductionRun",
+    "ablation_losses",
+    "half_losses",
+    "induction_scores",
+    "previous_token_scores",
+    "repeat_probe",
+    "repeated_tokens",
+    "train_attention_only",
+]

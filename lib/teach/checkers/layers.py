@@ -17,7 +17,8 @@ from torch import nn
 from lib.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from lib.model.layers import PositionwiseFeedForward
 from lib.model.transformer import DecoderLayer, EncoderLayer
-from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.model.inspect import compare_layers
+from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, _clone, check_function
 
 __all__ = [
     "check_post_ln_encoder_layer",
@@ -25,6 +26,35 @@ __all__ = [
     "check_decoder_self_attention_mask",
     "check_post_ln_decoder",
 ]
+
+
+# --------------------------------------------------------------------------- where it differs
+
+
+def _locate(verdict: Verdict, learner, reference, cases, modules_of) -> Verdict:
+    """A failed verdict that no named mistake explains gets the first sub-module whose
+    output differs from the reference's (`lib.compare_layers`, chapter 16)."""
+    if verdict.passed or verdict.mistake is not None or NOT_IMPLEMENTED in verdict.message:
+        return verdict
+    for i, case in enumerate(cases):
+        try:
+            diff = compare_layers(lambda: learner(*_clone(case.args), **_clone(case.kwargs)),
+                                  lambda: reference(*_clone(case.args), **_clone(case.kwargs)),
+                                  (), atol=1e-5, rtol=1e-5, modules=modules_of(case))
+        except Exception:  # noqa: BLE001  (the learner's function raised: the verdict says so)
+            return verdict
+        if diff is not None:
+            return Verdict(False, f"{verdict.message}\n  Where (lib.compare_layers, case {i}): {diff}.")
+    return verdict
+
+
+def _layer_modules(case: Case) -> dict:
+    return dict(zip(("attn", "ffn", "norm1", "norm2"), case.args[1:5]))
+
+
+def _decoder_modules_of(case: Case) -> dict:
+    return {f"layers[{i}].{name}": module for i, ns in enumerate(case.args[2])
+            for name, module in vars(ns).items()}
 
 
 # --------------------------------------------------------------------------- encoder layers
@@ -176,9 +206,9 @@ def check_post_ln_encoder_layer(post_ln_encoder_layer) -> Verdict:
         ),
         *_shared_mistakes(_post),
     ]
-    return check_function(
-        post_ln_encoder_layer, _encoder_reference(False), _layer_cases(), mistakes, name="post_ln_encoder_layer"
-    )
+    cases, reference = _layer_cases(), _encoder_reference(False)
+    verdict = check_function(post_ln_encoder_layer, reference, cases, mistakes, name="post_ln_encoder_layer")
+    return _locate(verdict, post_ln_encoder_layer, reference, cases, _layer_modules)
 
 
 def check_pre_ln_encoder_layer(pre_ln_encoder_layer) -> Verdict:
@@ -238,9 +268,9 @@ def check_pre_ln_encoder_layer(pre_ln_encoder_layer) -> Verdict:
         ),
         *_shared_mistakes(_pre),
     ]
-    return check_function(
-        pre_ln_encoder_layer, _encoder_reference(True), _layer_cases(), mistakes, name="pre_ln_encoder_layer"
-    )
+    cases, reference = _layer_cases(), _encoder_reference(True)
+    verdict = check_function(pre_ln_encoder_layer, reference, cases, mistakes, name="pre_ln_encoder_layer")
+    return _locate(verdict, pre_ln_encoder_layer, reference, cases, _layer_modules)
 
 
 # --------------------------------------------------------------------------- decoder mask
@@ -543,5 +573,6 @@ def check_post_ln_decoder(post_ln_decoder) -> Verdict:
             _decoder_variant(cross_first=True),
         ),
     ]
-    return check_function(post_ln_decoder, _decoder_reference, _decoder_cases(), mistakes,
-                          name="post_ln_decoder")
+    cases = _decoder_cases()
+    verdict = check_function(post_ln_decoder, _decoder_reference, cases, mistakes, name="post_ln_decoder")
+    return _locate(verdict, post_ln_decoder, _decoder_reference, cases, _decoder_modules_of)

@@ -1,0 +1,359 @@
+"""Induction heads: measured in a trained model and grown in one trained here
+(chapter 16, "Looking inside a trained model").
+
+An induction head completes a pattern it has seen earlier in the context: at a
+token A that occurred before as ``... A B ...``, it attends to the B that followed
+the earlier A and copies it (Elhage et al. 2021; Olsson et al. 2022). It needs a
+head in an earlier layer that writes, at each position, which token came just
+before (a previous-token head): the induction head's key is that record.
+
+The test bed is a block of random tokens repeated twice: on the first copy
+nothing can be predicted, on the second copy everything can, by copying.
+
+- `repeated_tokens` builds such batches;
+- `half_losses` is the next-token loss on each copy;
+- `induction_scores` / `previous_token_scores` read every head's attention;
+- `ablation_losses` zero-ablates heads (the top ones and random draws);
+- `AttentionOnlyModel` and `train_attention_only` grow induction heads in a
+  two-layer model on the course's Shakespeare characters.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib._checks import require_positive_int
+from lib.model.attention import MultiHeadAttention, causal_mask
+from lib.model.hooks import HookPoint
+from lib.model.modern import GroupedQueryAttention
+from lib.model.inspect import ablate_heads, attention_hook, run_with_cache
+
+__all__ = [
+    "AttentionOnlyModel",
+    "InductionRun",
+    "ablation_losses",
+    "half_losses",
+    "repeat_probe",
+    "induction_scores",
+    "previous_token_scores",
+    "repeated_tokens",
+    "train_attention_only",
+]
+
+
+def _require_int(name, value, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def repeated_tokens(batch: int, length: int, *, low: int, high: int, prefix: tuple[int, ...] = (),
+                    seed: int = 0) -> torch.Tensor:
+    """(batch, len(prefix) + 2·length) token ids: ``prefix``, then ``length`` random ids
+    drawn uniformly from [low, high), then the same ``length`` ids again.
+
+    SmolLM2's batches start with its BOS id (``prefix=(1,)``); the character model's
+    have no prefix. Seeded: the same call gives the same batch.
+    """
+    batch = require_positive_int("batch", batch)
+    length = require_positive_int("length", length)
+    low, high = _require_int("low", low), _require_int("high", high)
+    if high - low < 2:
+        raise ValueError(f"high must exceed low by at least 2, got low={low}, high={high}")
+    prefix = tuple(_require_int("prefix id", p) for p in prefix)
+    g = torch.Generator().manual_seed(_require_int("seed", seed))
+    block = torch.randint(low, high, (batch, length), generator=g)
+    start = torch.tensor(prefix, dtype=torch.long).expand(batch, len(prefix))
+    return torch.cat([start, block, block], dim=1)
+
+
+def _check_pattern(pattern: torch.Tensor, length: int | None = None) -> None:
+    if not isinstance(pattern, torch.Tensor) or not pattern.is_floating_point():
+        raise TypeError(f"pattern must be a float tensor (B, h, T, T), got {type(pattern).__name__}")
+    if pattern.dim() != 4 or pattern.shape[-1] != pattern.shape[-2]:
+        raise ValueError(f"pattern must have shape (B, h, T, T), got {tuple(pattern.shape)}")
+    if length is not None:
+        require_positive_int("length", length)
+        if 2 * length > pattern.shape[-1]:
+            raise ValueError(f"length {length}: two copies do not fit in T = {pattern.shape[-1]}")
+
+
+def induction_scores(pattern: torch.Tensor, length: int) -> torch.Tensor:
+    """Each head's induction score, (h,): the mean attention from each token of the
+    second copy to the token after its earlier occurrence.
+
+    pattern (B, h, T, T) from sequences that end with two copies of ``length``
+    tokens: query q in the second copy (q >= T - length) attends to key
+    q - length + 1. Averaged over the batch and those ``length`` queries.
+    """
+    _check_pattern(pattern, length)
+    T = pattern.shape[-1]
+    diagonal = pattern.diagonal(offset=-(length - 1), dim1=-2, dim2=-1)  # (B, h, T - length + 1)
+    return diagonal[..., -length:].mean(dim=(0, -1))  # queries T - length .. T - 1
+
+
+def previous_token_scores(pattern: torch.Tensor, skip: int = 1) -> torch.Tensor:
+    """Each head's previous-token score, (h,): mean attention from query q to key q - 1,
+    over the batch and the queries q >= ``skip`` + 1 (``skip`` leading positions, e.g. a
+    BOS that many heads rest on, are left out as queries)."""
+    _check_pattern(pattern)
+    skip = _require_int("skip", skip)
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1)[..., skip:].mean(dim=(0, -1))
+
+
+def _per_token_loss(model, tokens):
+    with torch.no_grad():
+        logits = model(tokens)  # (B, T, V)
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), tokens[:, 1:].flatten(),
+                           reduction="none").view(tokens.shape[0], -1)  # (B, T - 1)
+
+
+def half_losses(model, tokens: torch.Tensor, length: int) -> tuple[float, float]:
+    """Mean next-token loss (nats) on the first and on the second copy of ``tokens``
+    (from `repeated_tokens`): predicting tokens 2..length of the first copy, and every
+    token of the second copy after its first one (the predictions that copying helps)."""
+    require_positive_int("length", length)
+    T = tokens.shape[1]
+    if 2 * length > T:
+        raise ValueError(f"length {length}: two copies do not fit in {T} tokens")
+    return _halves(_per_token_loss(model, tokens), length)
+
+
+def _halves(loss: torch.Tensor, length: int) -> tuple[float, float]:
+    T = loss.shape[1] + 1  # loss[:, t] predicts token t + 1
+    first = loss[:, T - 2 * length: T - length - 1]  # targets T-2L+1 .. T-L-1
+    second = loss[:, T - length:]  # targets T-L+1 .. T-1
+    return float(first.mean()), float(second.mean())
+
+
+def repeat_probe(model, tokens: torch.Tensor, length: int, skip: int = 1) -> dict:
+    """One forward pass over `repeated_tokens` with every attention pattern cached.
+
+    Returns {"first": loss on the first copy, "second": loss on the second copy (nats,
+    as `half_losses`), "induction": (n_layers, h) `induction_scores`, "previous":
+    (n_layers, h) `previous_token_scores` (``skip`` leading queries left out)}.
+    """
+    require_positive_int("length", length)
+    if tokens.dim() != 2 or 2 * length > tokens.shape[1]:
+        raise ValueError(f"tokens must be (B, T) with two copies of length {length}, got {tuple(tokens.shape)}")
+    names = [n for n in _pattern_names(model)]
+    logits, cache = run_with_cache(model, tokens, names=names)
+    loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), tokens[:, 1:].flatten(),
+                           reduction="none").view(tokens.shape[0], -1)
+    first, second = _halves(loss, length)
+    return {
+        "first": first,
+        "second": second,
+        "induction": torch.stack([induction_scores(cache[n], length) for n in names]),
+        "previous": torch.stack([previous_token_scores(cache[n], skip) for n in names]),
+    }
+
+
+def _pattern_names(model) -> list[str]:
+    names, i = [], 0
+    while True:
+        try:
+            names.append(attention_hook(model, i, "hook_pattern"))
+        except ValueError:
+            return names
+        i += 1
+
+
+def ablation_losses(model, tokens: torch.Tensor, length: int, heads, *, n_heads: int, n_layers: int,
+                    draws: int = 5, seed: int = 0, exclude=()) -> dict:
+    """Second-copy loss with no head ablated, with ``heads`` zero-ablated, and with as
+    many heads drawn at random (``draws`` draws, never from ``heads`` or ``exclude``).
+
+    Returns {"none": float, "top": float, "random": [float] * draws, "random_heads": [...]}.
+    """
+    heads = [tuple(h) for h in heads]
+    draws = require_positive_int("draws", draws)
+    _, base = half_losses(model, tokens, length)
+    with ablate_heads(model, heads):
+        _, top = half_losses(model, tokens, length)
+    pool = [(i, j) for i in range(n_layers) for j in range(n_heads)
+            if (i, j) not in set(heads) | {tuple(e) for e in exclude}]
+    g = torch.Generator().manual_seed(_require_int("seed", seed))
+    randoms, drawn = [], []
+    for _ in range(draws):
+        pick = [pool[int(i)] for i in torch.randperm(len(pool), generator=g)[: len(heads)]]
+        with ablate_heads(model, pick):
+            randoms.append(half_losses(model, tokens, length)[1])
+        drawn.append(pick)
+    return {"none": base, "top": top, "random": randoms, "random_heads": drawn}
+
+
+# --------------------------------------------------------------------------- the model grown here
+
+
+class AttentionBlock(nn.Module):
+    """Pre-LN attention with a residual connection, and no feed-forward network."""
+
+    def __init__(self, d_model: int, n_heads: int, rotary: bool = False):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        if rotary:  # causal, rotary queries and keys (chapter 6), one key/value head per head
+            self.attn = GroupedQueryAttention(d_model, n_heads, n_heads, rope_base=10000.0)
+        else:
+            self.attn = MultiHeadAttention(d_model, n_heads, dropout=0.0, bias=False)
+        self.rotary = rotary
+        self.hook_resid_pre = HookPoint()
+        self.hook_attn_out = HookPoint()
+        self.hook_resid_post = HookPoint()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)
+        y = self.norm(x)
+        a = self.attn(y) if self.rotary else self.attn(y, y, y, mask)
+        x = x + self.hook_attn_out(a)
+        return self.hook_resid_post(x)
+
+
+class AttentionOnlyModel(nn.Module):
+    """A decoder of attention blocks only (Elhage et al. 2021's attention-only models).
+
+    Token embedding + learned positions, ``n_layers`` `AttentionBlock`s
+    (``blocks.{i}.attn`` with `lib.MultiHeadAttention`'s hook points), a final
+    LayerNorm and an untied linear head. With no MLP, everything it predicts goes
+    through attention: two layers are the fewest in which an induction head can form.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
+                 max_len: int = 256, position: str = "learned"):
+        super().__init__()
+        self.vocab_size = require_positive_int("vocab_size", vocab_size)
+        self.n_heads = require_positive_int("n_heads", n_heads)
+        self.n_layers = require_positive_int("n_layers", n_layers)
+        self.max_len = require_positive_int("max_len", max_len)
+        if position not in ("learned", "rotary"):
+            raise ValueError(f"position must be 'learned' or 'rotary', got {position!r}")
+        self.position = position
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model) if position == "learned" else None
+        self.blocks = nn.ModuleList(AttentionBlock(d_model, n_heads, position == "rotary")
+                                    for _ in range(n_layers))
+        self.final_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        for emb in (self.embed, self.pos):
+            if emb is not None:
+                nn.init.normal_(emb.weight, std=0.02)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (B, T) -> logits (B, T, vocab_size), causal."""
+        if tokens.dim() != 2 or tokens.shape[1] > self.max_len:
+            raise ValueError(f"tokens must have shape (B, T <= {self.max_len}), got {tuple(tokens.shape)}")
+        T = tokens.shape[1]
+        x = self.embed(tokens)  # (B, T, d_model)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(T, device=tokens.device))
+        mask = causal_mask(T, device=tokens.device)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(self.final_norm(x))
+
+
+@dataclass
+class InductionRun:
+    """What `train_attention_only` measured at each checkpoint (one entry per checkpoint)."""
+
+    seed: int
+    steps: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)  # mean over the steps since the last checkpoint
+    early_loss: list[float] = field(default_factory=list)  # held-out loss at positions 1..8
+    late_loss: list[float] = field(default_factory=list)  # held-out loss at the last 32 positions
+    first_half: list[float] = field(default_factory=list)  # repeated random characters: first copy
+    second_half: list[float] = field(default_factory=list)  # ... and second copy
+    induction: list[torch.Tensor] = field(default_factory=list)  # (n_layers, h) per checkpoint
+    previous: list[torch.Tensor] = field(default_factory=list)  # (n_layers, h) per checkpoint
+    seconds: float = 0.0
+    model: AttentionOnlyModel | None = None
+
+    def best_induction(self, layer: int = 1) -> list[float]:
+        """The best head's induction score in ``layer`` at each checkpoint."""
+        return [float(s[layer].max()) for s in self.induction]
+
+
+def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int, *,
+                         seed: int = 0, steps: int = 1200, every: int = 100, context: int = 128,
+                         batch_size: int = 32, d_model: int = 64, n_heads: int = 4, lr: float = 3e-3,
+                         probe_length: int = 40, probe_batch: int = 32,
+                         repeat_fraction: float = 0.0, position: str = "learned") -> InductionRun:
+    """Train a two-layer `AttentionOnlyModel` on characters; measure it every ``every`` steps.
+
+    Random windows of ``context`` characters of ``train_ids``, AdamW (lr, 10 %
+    warm-up then cosine decay). At each checkpoint: the loss on held-out windows of
+    ``valid_ids`` at early and late positions, the two half losses on repeated random
+    characters (`repeated_tokens`, ``probe_length`` per copy) and each head's
+    induction and previous-token scores on them. ``repeat_fraction`` of each
+    batch's windows hold a passage of context/2 characters written twice, the
+    rest plain text. One thread's worth of work:
+    ``steps=1200`` takes a few tens of seconds on a laptop core.
+    """
+    for name, ids in (("train_ids", train_ids), ("valid_ids", valid_ids)):
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
+            raise TypeError(f"{name} must be a 1-d tensor of integer ids")
+    steps, every = require_positive_int("steps", steps), require_positive_int("every", every)
+    if 2 * probe_length > context:
+        raise ValueError(f"probe_length {probe_length}: two copies must fit in context {context}")
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AttentionOnlyModel(vocab_size, d_model, n_heads, 2, max_len=context, position=position)
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))))
+    vg = torch.Generator().manual_seed(1234)
+    starts = torch.randint(0, valid_ids.numel() - context - 1, (64,), generator=vg)
+    valid = torch.stack([valid_ids[s: s + context] for s in starts.tolist()])
+    probe = repeated_tokens(probe_batch, probe_length, low=0, high=vocab_size, seed=4321)
+    run = InductionRun(seed=seed)
+    losses = []
+
+    def measure(step):
+        model.eval()
+        per_pos = _per_token_loss(model, valid)  # (64, context - 1)
+        r = repeat_probe(model, probe, probe_length, skip=0)
+        a, b, ind, prev = r["first"], r["second"], r["induction"], r["previous"]
+        run.steps.append(step)
+        run.train_loss.append(sum(losses) / len(losses) if losses else float("nan"))
+        run.early_loss.append(float(per_pos[:, :8].mean()))
+        run.late_loss.append(float(per_pos[:, -32:].mean()))
+        run.first_half.append(a)
+        run.second_half.append(b)
+        run.induction.append(ind)
+        run.previous.append(prev)
+        losses.clear()
+        model.train()
+
+    measure(0)
+    model.train()
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, train_ids.numel() - context - 1, (batch_size,), generator=g)
+        x = torch.stack([train_ids[s: s + context] for s in idx.tolist()])
+        n_rep = int(round(repeat_fraction * batch_size))
+        if n_rep:  # these windows: a passage of context/2 characters, then the same again
+            half = context // 2
+            x[:n_rep, half: 2 * half] = x[:n_rep, :half]
+        logits = model(x)
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % every == 0 or step == steps:
+            measure(step)
+    model.eval()
+    run.model = model
+    run.seconds = time.perf_counter() - start
+    return run
