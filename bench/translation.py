@@ -34,6 +34,8 @@ Nothing is timed against a goal: the figures are quoted in the chapter.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import platform
 import time
 
@@ -85,6 +87,20 @@ def main() -> None:
 
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
 
+    def save(epoch: int, seconds: float) -> None:
+        """The model so far, with its recipe: rewritten at every evaluation, so a run
+        stopped early still leaves its last evaluated epoch."""
+        recipe = {"epochs": epoch, "dropout": args.dropout, "d_model": args.d_model,
+                  "n_layers": args.layers, "n_heads": 4, "d_ff": 4 * args.d_model,
+                  "seed": args.seed, "threads": args.threads, "tokens_per_batch": 1000,
+                  "warmup_steps": 100, "factor": 0.25, "label_smoothing": 0.1,
+                  "torch": torch.__version__, "minutes": round(seconds / 60, 1)}
+        partial = args.save + ".partial"
+        lib.save_translation_checkpoint(model, src_vocab, tgt_vocab, recipe, partial)
+        os.replace(partial, args.save)
+        digest = hashlib.sha256(open(args.save, "rb").read()).hexdigest()
+        print(f"saved {args.save} after epoch {epoch} (sha256 {digest})", flush=True)
+
     def bleu_chrf(beam_size: int):
         outputs = lib.translate_ids(model, [e.src for e in test], beam_size=beam_size,
                                     length_penalty=0.6 if beam_size > 1 else 0.0)
@@ -109,16 +125,10 @@ def main() -> None:
             print(f"{epoch:5d} {sum(losses) / len(losses):10.3f} {held_out:13.3f} "
                   f"{bleu.score:11.2f} {chrf.score:6.2f} {(time.perf_counter() - start) / 60:7.1f}",
                   flush=True)
+            if args.save:
+                save(epoch, train_seconds)
 
     print(f"\ntraining time: {train_seconds / 60:.1f} min for {args.epochs} epochs")
-    if args.save:
-        recipe = {"epochs": args.epochs, "dropout": args.dropout, "d_model": args.d_model,
-                  "n_layers": args.layers, "n_heads": 4, "d_ff": 4 * args.d_model,
-                  "seed": args.seed, "threads": args.threads, "tokens_per_batch": 1000,
-                  "warmup_steps": 100, "factor": 0.25, "label_smoothing": 0.1,
-                  "torch": torch.__version__, "minutes": round(train_seconds / 60, 1)}
-        digest = lib.save_translation_checkpoint(model, src_vocab, tgt_vocab, recipe, args.save)
-        print(f"saved {args.save} (sha256 {digest})")
     outputs = {"memory": translation_memory(split)}
     for beam in (1, 4):
         t0 = time.perf_counter()
