@@ -173,3 +173,28 @@ def test_two_head_attention_against_lib_module():
         mha.w_o.weight.copy_(w_o.T)
         out = mha(x_q[None], x_k[None], x_v[None])[0]
     torch.testing.assert_close(out, two_heads_right(*case.args))
+
+
+# --- check_answer with the chapter's own slips (chapters 1, 5, 7, 10, 13 use it) ---------------
+
+
+def test_check_answer_names_a_chapter_slip_and_nothing_else():
+    exact = torch.tensor([[6.0, 1.0]])
+    slips = {"b_2 left out": ([[5.0, 2.0]], "Did you add b_2?"),
+             "b_1 left out": ([[5.0, 0.0]], "Did you add b_1?")}
+    verdict = lib.check_answer([5, 2], exact, slips=slips)
+    assert not verdict and verdict.slip == "b_2 left out" and "Did you add b_2?" in verdict.message
+    assert lib.check_answer([5, 0.004], exact, slips=slips).slip == "b_1 left out"
+    unknown = lib.check_answer([4, 4], exact, slips=slips)
+    assert not unknown and unknown.slip is None
+    assert lib.check_answer([6.004, 1], exact, slips=slips)  # right within atol
+    assert not lib.check_answer([float("nan"), 1], exact, slips=slips)
+
+
+def test_check_answer_refuses_malformed_slips_before_checking():
+    with pytest.raises(TypeError, match="slips must be a dict"):
+        lib.check_answer(1, 1, slips=[(1, "hint")])
+    with pytest.raises(TypeError, match=r"slips\['x'\] must be a \(value, hint\) pair"):
+        lib.check_answer(1, 1, slips={"x": 1})
+    with pytest.raises(ValueError, match=r"slips\['x'\] has shape"):
+        lib.check_answer([1, 2], [1, 2], slips={"x": ([1, 2, 3], "hint")})

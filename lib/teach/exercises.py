@@ -161,12 +161,15 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
     return CheckResult(False, message, expected, entries)
 
 
-def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal: bool = False) -> CheckResult:
+def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal: bool = False,
+                 slips: dict | None = None) -> CheckResult:
     """Check a hand-computed number grid against the exact one, like `check_attention`.
 
     For any result the chapter asks for besides the attention output and weights
-    (a projection, a row of the output of W^O). ``answer`` and ``exact``: tensors
-    or nested lists of the same shape; a flat list is one row.
+    (a projection, a row of the output of W^O, a parameter count). ``answer`` and
+    ``exact``: tensors or nested lists of the same shape; a flat list is one row.
+    ``slips``: the chapter's likely wrong answers, ``{name: (value, hint)}``; an
+    answer within ``atol`` of one (and not right) is named with its hint.
     """
     answer, exact = _as_matrix("answer", answer), _as_matrix("exact", exact)
     if not atol > 0:
@@ -175,7 +178,17 @@ def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal
         raise ValueError(
             f"the answer must have the shape of the exact value, {shape(exact)}, got shape {shape(answer)}"
         )
-    return _verdict(what, answer, exact, atol, reveal)
+    if slips is not None and not isinstance(slips, dict):
+        raise TypeError(f"slips must be a dict {{name: (value, hint)}}, got {type(slips).__name__}")
+    named = []
+    for name, item in (slips or {}).items():
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str)):
+            raise TypeError(f"slips[{name!r}] must be a (value, hint) pair")
+        value = _as_matrix(f"slips[{name!r}]", item[0])
+        if value.shape != exact.shape:
+            raise ValueError(f"slips[{name!r}] has shape {shape(value)}, the exact value {shape(exact)}")
+        named.append(_Slip(name, item[1], value))
+    return _verdict(what, answer, exact, atol, reveal, named)
 
 
 def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
