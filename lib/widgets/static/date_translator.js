@@ -45,6 +45,7 @@ const STYLE = `
 .date-translator .dt-steps button[aria-pressed="true"] { background: #1a5fb4; color: #fff; border-color: #1a5fb4; }
 .date-translator .dt-steps .dt-p { display: block; font-size: 10px; font-family: system-ui, sans-serif; }
 .date-translator .dt-detail { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
+.date-translator .dt-scroll { max-width: 100%; min-width: 0; overflow-x: auto; }
 .date-translator table { border-collapse: collapse; }
 .date-translator caption { font-weight: 600; text-align: left; padding-bottom: 4px; }
 .date-translator th { font-weight: normal; color: #444; padding: 2px 5px; font-size: 12px; }
@@ -422,7 +423,11 @@ function render({ model, el: host }) {
       });
       cross.appendChild(tr);
     }
-    detail.appendChild(cross);
+    // On a narrow screen the table scrolls sideways inside its own box (reachable by Tab).
+    const box = el("div", { class: "dt-scroll", tabindex: "0", role: "group",
+      "aria-label": `cross-attention of step ${selected + 1}` });
+    box.appendChild(cross);
+    detail.appendChild(box);
   }
 
   function draw() {
@@ -512,6 +517,10 @@ function render({ model, el: host }) {
     run = { source: example.source, output: example.output, steps: example.steps };
     draw();
     root.dataset.firstPaint = "stored";
+    // After the first paint, when the page is idle: unpack the weights, so that the
+    // reader's first keystroke does not wait for it.
+    const later = window.requestIdleCallback || ((f) => setTimeout(f, 200));
+    later(() => weights());
   } else {
     compute(input.value);
     root.dataset.firstPaint = "computed";
