@@ -41,3 +41,12 @@ def hf_model():
     model = transformers.AutoModelForCausalLM.from_pretrained(
         path.parent, gguf_file=path.name, dtype=torch.float32)
     return model.eval()
+
+
+@functools.lru_cache(maxsize=1)
+def lib_model():
+    """`lib.load_smollm2()` once per session: (model, tokenizer)."""
+    from lib.model.llama import load_smollm2
+
+    gguf_path()
+    return load_smollm2()
