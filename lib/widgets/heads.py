@@ -20,7 +20,6 @@ import pathlib
 import anywidget
 import torch
 import traitlets
-from matplotlib.figure import Figure
 
 from lib._checks import require_float, require_positive_int, shape
 from lib.model.attention import MultiHeadAttention

@@ -24,7 +24,9 @@ const STYLE = `
 .positions-explorer input[type="range"] { width: 100%; min-height: 24px; }
 .positions-explorer input:focus-visible { outline: 3px solid #1a5fb4; outline-offset: 1px; }
 .positions-explorer .pe-panels { display: flex; flex-wrap: wrap; gap: 8px; }
-.positions-explorer .pe-panels > div { flex: 1 1 300px; min-width: 0; }
+.positions-explorer .pe-panels > div { min-width: 0; }
+.positions-explorer .pe-panels > div:first-child { flex: 56 1 300px; }  /* in proportion to the drawings' widths */
+.positions-explorer .pe-panels > div:last-child { flex: 34 1 200px; }
 .positions-explorer svg { width: 100%; height: auto; display: block; }
 .positions-explorer .pe-note { font-style: italic; color: #444; }
 .positions-explorer .pe-sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden;
