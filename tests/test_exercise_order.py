@@ -46,6 +46,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import pytest
+import torch
 
 import lib
 import lib.teach.checkers as checkers
@@ -158,7 +159,11 @@ def find_asks(cells: list[Cell]) -> list[Ask]:
 # Rule 1: the source of the function asked for
 
 
+@functools.lru_cache(maxsize=None)
 def _lib_file(path: str) -> bool:
+    """A file of `lib` outside lib.teach (cached: the tracer asks for every call)."""
+    if not path.startswith(str(LIB_DIR)):
+        return False
     p = pathlib.Path(path).resolve()
     try:
         rel = p.relative_to(LIB_DIR)
@@ -239,6 +244,8 @@ def asked_functions(checker) -> list:
                 codes.append(frame.f_code)
         return None  # no line events
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the checkers' cases are tiny
     try:  # once untraced first: lazy imports and first-call set-up stay out of the trace
         checking._call(reference, case)
     except Exception:  # noqa: BLE001
@@ -251,6 +258,7 @@ def asked_functions(checker) -> list:
         pass
     finally:
         sys.settrace(old)
+        torch.set_num_threads(threads)
     functions = [] if ref.__name__ == "<lambda>" else [ref]
     for code in dict.fromkeys(codes):
         fn = _function_of(code)
