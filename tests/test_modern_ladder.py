@@ -153,6 +153,16 @@ def test_run_ladder_is_independent_of_the_process_count():
     assert one[0].losses != one[2].losses
 
 
+def test_training_speed_times_every_rung():
+    train, _, _ = tiny_data()
+    rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                                  max_len=16)
+    speed = ladder.training_speed(rungs, train, steps=2, repeats=2, batch_size=4)
+    assert list(speed) == [n for n, _ in rungs] and all(v > 0 for v in speed.values())
+    with pytest.raises(ValueError, match="repeats must be positive"):
+        ladder.training_speed(rungs, train, repeats=0)
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match="config must be a lib.ModernConfig"):
         ladder.matched_d_ff({"d_ff": 3}, 100)

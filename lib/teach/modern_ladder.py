@@ -42,6 +42,7 @@ __all__ = [
     "non_embedding_parameters",
     "run_ladder",
     "train_rung",
+    "training_speed",
 ]
 
 
@@ -341,3 +342,40 @@ def copy_to_llama_attention(attn, llama_attention) -> None:
             raise ValueError(f"llama_attention's {tuple(target.weight.shape)} weights do not fit "
                              f"{tuple(weight.shape)}: build it with the same sizes")
         target.weight.copy_(weight)
+
+
+def training_speed(rungs: list[tuple[str, ModernConfig]], train_ids: torch.Tensor, *,
+                   steps: int = 5, repeats: int = 3, batch_size: int = 32, seed: int = 0) -> dict:
+    """Training tokens per second of each rung in this process, on its current threads:
+    ``repeats`` rounds, each timing ``steps`` optimizer steps of every rung in turn
+    (interleaved, so a change in the machine's load hits every rung alike), after one
+    untimed warm-up step; the best round of each rung counts. Returns name -> tokens/s."""
+    if not rungs or not all(isinstance(c, ModernConfig) for _, c in rungs):
+        raise TypeError("rungs must be a non-empty list of (name, lib.ModernConfig) pairs")
+    require_positive_int("steps", steps)
+    require_positive_int("repeats", repeats)
+    g = torch.Generator().manual_seed(seed)
+    runs = []
+    for name, config in rungs:
+        torch.manual_seed(seed)
+        model = ModernDecoder(config)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        batch = random_windows(train_ids, config.max_len, batch_size, generator=g)
+        runs.append((name, model, opt, batch, config.max_len))
+
+    def step(model, opt, batch):
+        loss = batch.loss(model)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    for _, model, opt, batch, _ in runs:
+        step(model, opt, batch)  # warm-up: first-call allocations
+    best = {name: float("inf") for name, *_ in runs}
+    for _ in range(repeats):
+        for name, model, opt, batch, _ in runs:
+            start = time.perf_counter()
+            for _ in range(steps):
+                step(model, opt, batch)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: steps * batch_size * T / best[name] for name, _, _, _, T in runs}
