@@ -248,3 +248,154 @@ def test_warmup_prediction_checker():
     assert not verdict and "1 of 4" in verdict.message
     with pytest.raises(ValueError, match="keys"):
         lib.check_warmup_prediction({"post-LN": "learns"}, outcome)
+
+
+# --- greedy_decode (written here, per row and with hand-built masks) --------------------------
+
+
+def _greedy(model, src, max_len, bos_id, eos_id, pad_id, *, done_mask=True, keep_bos=False,
+            src_mask=True, pad_in_tgt_mask=False, causal=True, stop=True):
+    B = src.shape[0]
+    s_mask = (src != pad_id).view(B, 1, 1, -1) if src_mask else None
+    with torch.no_grad():
+        memory = model.encode(src, src_mask=s_mask)
+        out = [[bos_id] for _ in range(B)]
+        finished = [False] * B
+        for _ in range(max_len):
+            ys = torch.tensor(out)
+            t = ys.shape[1]
+            t_mask = None
+            if causal:
+                t_mask = torch.ones(t, t, dtype=torch.bool).tril().view(1, 1, t, t)
+            if pad_in_tgt_mask:
+                t_mask = t_mask & (ys != pad_id).view(B, 1, 1, t)
+            last = model.decode(ys, memory, src_mask=s_mask, tgt_mask=t_mask)[:, -1]
+            for b in range(B):
+                token = int(last[b].argmax())
+                if done_mask and finished[b]:
+                    token = pad_id
+                out[b].append(token)
+                finished[b] = finished[b] or token == eos_id
+            if stop and all(finished):
+                break
+    ys = torch.tensor(out)
+    return ys if keep_bos else ys[:, 1:]
+
+
+def greedy_ok(model, src, max_len, bos_id, eos_id, pad_id):
+    return _greedy(model, src, max_len, bos_id, eos_id, pad_id)
+
+
+GREEDY_WRONG = {
+    "no done-mask: tokens follow EOS": lambda *a: _greedy(*a, done_mask=False),
+    "BOS kept in the output": lambda *a: _greedy(*a, keep_bos=True),
+    "no source padding mask": lambda *a: _greedy(*a, src_mask=False),
+    "target mask built from pad_id, which hides BOS when BOS = PAD":
+        lambda *a: _greedy(*a, pad_in_tgt_mask=True),
+    "no causal mask on the decoder": lambda *a: _greedy(*a, causal=False),
+    "no early stop: always max_len tokens": lambda *a: _greedy(*a, stop=False),
+}
+
+
+def test_greedy_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_greedy_decode(greedy_ok)
+    assert lib.check_greedy_decode(lambda m, s, n, b, e, p: lib.greedy_decode(m, s, n, b, e, p))
+    verdict = lib.check_greedy_decode(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(GREEDY_WRONG))
+def test_greedy_checker_names_each_mistake(mistake):
+    verdict = lib.check_greedy_decode(GREEDY_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake
+    assert "?" in verdict.message
+
+
+def test_greedy_checker_wants_int64_ids():
+    verdict = lib.check_greedy_decode(lambda *a: greedy_ok(*a).to(torch.int32))
+    assert not verdict and "int64" in verdict.message
+
+
+def test_greedy_checker_cases_separate_the_slips():
+    """Rows end at different steps, one row never ends, BOS = PAD in some cases."""
+    from lib.teach.checkers.training import _greedy_cases
+
+    cases = _greedy_cases()
+    assert any(case.args[3] == case.args[5] for case in cases)  # BOS = PAD
+    assert any(case.args[3] != case.args[5] for case in cases)
+    for case in cases:
+        model, src, max_len, bos, eos, pad = case.args
+        out = greedy_ok(*case.args)
+        assert (src == pad).any()  # padded rows
+        ends = [(row == eos).nonzero().flatten().tolist()[:1] for row in out]
+        assert len({tuple(e) for e in ends}) > 1  # rows end at different steps
+
+
+# --- train_step (written here from the definition, no lib step function) ----------------------
+
+
+def _step(model, batch, optimizer, smoothing, pad_id, *, zero="before", target="tgt_out",
+          reads="tgt_in", drop_pad=True):
+    model.train()
+    logits = model(batch.src, getattr(batch, reads), src_mask=batch.src_mask,
+                   tgt_mask=batch.tgt_mask)
+    gold = getattr(batch, target)
+    loss = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), gold.flatten(), label_smoothing=smoothing,
+        ignore_index=pad_id if drop_pad else -100)
+    if zero == "before":
+        optimizer.zero_grad()
+    loss.backward()
+    if zero == "late":
+        optimizer.zero_grad()
+    optimizer.step()
+    return float(loss)
+
+
+def train_step_ok(model, batch, optimizer, smoothing, pad_id):
+    return _step(model, batch, optimizer, smoothing, pad_id)
+
+
+STEP_WRONG = {
+    "no zero_grad: the gradients add up over steps": lambda *a: _step(*a, zero=None),
+    "zero_grad between backward and step: no update": lambda *a: _step(*a, zero="late"),
+    "loss against tgt_in: the shifted-in BOS is scored": lambda *a: _step(*a, target="tgt_in"),
+    "the decoder reads tgt_out (the answer)": lambda *a: _step(*a, reads="tgt_out"),
+    "label smoothing over padding: PAD targets in the loss":
+        lambda *a: _step(*a, drop_pad=False),
+}
+
+
+def test_train_step_checker_passes_solutions_and_reports_a_stub():
+    assert lib.check_train_step(train_step_ok)
+
+    def returns_the_tensor(model, batch, optimizer, smoothing, pad_id):
+        model.train()
+        logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask,
+                       tgt_mask=batch.tgt_mask)
+        loss = lib.label_smoothed_nll(logits, batch.tgt_out, smoothing, ignore_index=pad_id)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss  # a 0-d tensor is accepted as the loss
+
+    assert lib.check_train_step(returns_the_tensor)
+    verdict = lib.check_train_step(stub)
+    assert not verdict and NOT_IMPLEMENTED in verdict.message
+
+
+@pytest.mark.parametrize("mistake", list(STEP_WRONG))
+def test_train_step_checker_names_each_mistake(mistake):
+    verdict = lib.check_train_step(STEP_WRONG[mistake])
+    assert not verdict and verdict.mistake == mistake
+    assert "?" in verdict.message
+
+
+def test_train_step_checker_refuses_a_step_without_an_update_or_a_nan():
+    assert not lib.check_train_step(lambda m, b, o, s, p: 0.5)
+    assert not lib.check_train_step(lambda *a: train_step_ok(*a) * float("nan"))
+
+
+def test_every_new_named_mistake_is_tested():
+    assert mistake_names(lib.check_greedy_decode, GREEDY_WRONG) == set(GREEDY_WRONG)
+    assert mistake_names(lib.check_train_step, STEP_WRONG) == set(STEP_WRONG)

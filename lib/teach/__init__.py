@@ -54,7 +54,9 @@ from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
     cross_attention_ablation,
     cross_attention_maps,
     date_fields,
+    PendingRuns,
     row_probe,
+    start_warmup_runs,
     warmup_run,
     warmup_runs,
 )
@@ -69,6 +71,8 @@ __all__ += [
     "row_probe",
     "warmup_run",
     "warmup_runs",
+    "start_warmup_runs",
+    "PendingRuns",
 ]
 
 from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention  # noqa: E402

@@ -20,6 +20,7 @@ Introduced in chapter 8 (training).
 - `warmup_runs`: the Play section's table, post-LN and pre-LN with and without
   warm-up, each setting on several seeds; the runs are independent, so they run
   in parallel processes (one thread each: the same losses as one after another).
+  `start_warmup_runs` starts them in the background and returns at once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ __all__ = [
     "date_fields",
     "warmup_run",
     "warmup_runs",
+    "start_warmup_runs",
+    "PendingRuns",
 ]
 
 
@@ -349,6 +352,75 @@ def _run_one(job: tuple) -> list[float]:
     return warmup_run(dates, norm_first, warmup_steps, seed, **kw)
 
 
+class PendingRuns:
+    """The warm-up table's runs, working in background processes (`start_warmup_runs`).
+
+    ``result()`` waits for the runs still working and returns the table as
+    `warmup_runs` does; ``done()`` says whether all have finished.
+    """
+
+    def __init__(self, names: list[str], n_seeds: int, futures: list, pool) -> None:
+        self._names, self._n, self._futures, self._pool = names, n_seeds, futures, pool
+        self._table: dict[str, list[list[float]]] | None = None
+
+    def done(self) -> bool:
+        return all(f.done() for f in self._futures)
+
+    def result(self) -> dict[str, list[list[float]]]:
+        if self._table is None:
+            losses = [f.result() for f in self._futures]
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            n = self._n
+            self._table = {name: losses[i * n:(i + 1) * n] for i, name in enumerate(self._names)}
+        return self._table
+
+
+def _warmup_jobs(dates, seeds, warmup_steps: int, kw: dict) -> tuple[list[str], list[tuple]]:
+    seeds = list(seeds)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of ints, got {seeds!r}")
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 1:
+        raise ValueError(f"warmup_steps must be an int >= 1, got {warmup_steps!r}")
+    settings = {
+        "post-LN, no warm-up": (False, 0), "post-LN, warm-up": (False, warmup_steps),
+        "pre-LN, no warm-up": (True, 0), "pre-LN, warm-up": (True, warmup_steps),
+    }
+    dates = list(dates)
+    if not dates:
+        raise ValueError("dates is empty: the runs need dates to draw batches from")
+    jobs = [(dates, nf, w, seed, kw) for nf, w in settings.values() for seed in seeds]
+    return list(settings), jobs
+
+
+def _check_workers(workers, n_jobs: int) -> int:
+    if workers is None:
+        workers = min(n_jobs, os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    return workers
+
+
+def start_warmup_runs(
+    dates, seeds: Sequence[int], warmup_steps: int = 100, workers: int | None = None, **kw
+) -> PendingRuns:
+    """Start the four settings of chapter 8's warm-up table in background processes.
+
+    The same runs as `warmup_runs`, returned at once as a `PendingRuns` whose
+    ``result()`` gives the table. Chapter 8 starts them before its main model
+    trains on one thread, so that the other core works meanwhile. Each run uses
+    one thread, in its own process (``workers`` of them, default: as many as
+    there are CPUs, at most the number of runs): the losses do not depend on
+    what else runs. Other keywords go to `warmup_run`.
+    """
+    names, jobs = _warmup_jobs(dates, seeds, warmup_steps, kw)
+    workers = _check_workers(workers, len(jobs))
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread)
+    futures = [pool.submit(_run_one, job) for job in jobs]
+    return PendingRuns(names, len(list(seeds)), futures, pool)
+
+
 def warmup_runs(
     dates, seeds: Sequence[int], warmup_steps: int = 100, workers: int | None = None, **kw
 ) -> dict[str, list[list[float]]]:
@@ -361,29 +433,27 @@ def warmup_runs(
     of runs) and give the same losses as one after another; ``workers=1`` runs
     them here. Other keywords go to `warmup_run`.
     """
-    seeds = list(seeds)
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of ints, got {seeds!r}")
-    settings = {
-        "post-LN, no warm-up": (False, 0), "post-LN, warm-up": (False, warmup_steps),
-        "pre-LN, no warm-up": (True, 0), "pre-LN, warm-up": (True, warmup_steps),
-    }
-    dates = list(dates)
-    jobs = [(dates, nf, w, seed, kw) for nf, w in settings.values() for seed in seeds]
-    if workers is None:
-        workers = min(len(jobs), os.cpu_count() or 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive int, got {workers!r}")
-    if workers == 1:  # here, on one thread too, so that the losses are the same
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            losses = [_run_one(job) for job in jobs]
-        finally:
-            torch.set_num_threads(threads)
-    else:
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread) as pool:
-            losses = list(pool.map(_run_one, jobs))
-    n = len(seeds)
-    return {name: losses[i * n:(i + 1) * n] for i, name in enumerate(settings)}
+    names, jobs = _warmup_jobs(dates, seeds, warmup_steps, kw)
+    workers = _check_workers(workers, len(jobs))
+    if workers > 1:
+        return start_warmup_runs(dates, seeds, warmup_steps, workers, **kw).result()
+    threads = torch.get_num_threads()  # here, on one thread too, so that the losses are the same
+    torch.set_num_threads(1)
+    try:
+        losses = [_run_one(job) for job in jobs]
+    finally:
+        torch.set_num_threads(threads)
+    return PendingRuns(names, len(list(seeds)), [_Done(x) for x in losses], None).result()
+
+
+class _Done:
+    """A finished result with the interface of a Future."""
+
+    def __init__(self, value) -> None:
+        self._value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        return self._value

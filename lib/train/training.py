@@ -146,6 +146,7 @@ def train_step(
       model reads ``batch.tgt_in`` (BOS + target) and is scored with
       `label_smoothed_nll` on ``batch.tgt_out`` (target + EOS), PAD positions
       excluded (``pad_id`` defaults to the batch's own ``batch.pad_id``).
+      ``label_smoothing`` and ``pad_id`` are used in this case only.
     The batch is moved to the model's device first (if it has ``.to``). With
     ``clip_norm`` the gradient's global norm is capped before the update (not in
     the paper; it tames the occasional loss spike of a small model).
@@ -212,7 +213,9 @@ def fit(
     training stops early once it returns at least ``target``. With
     ``log_every`` a line of progress is printed. Any model family trains here:
     the loss is chosen per batch as `train_step` says (``loss_fn``, the batch's
-    own ``loss``, or the encoder-decoder default).
+    own ``loss``, or the encoder-decoder default). ``label_smoothing`` and
+    ``pad_id`` apply to the encoder-decoder default only: a ``loss_fn`` or a
+    batch with its own loss (`LMBatch`, `MaskedLMBatch`) ignores them.
     """
     require_positive_int("steps", steps)
     require_probability("label_smoothing", label_smoothing)

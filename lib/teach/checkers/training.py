@@ -17,6 +17,7 @@ from lib.train.training import noam_lr as _noam_lr
 __all__ = [
     "check_noam_lr", "check_label_smoothed_loss", "check_beam_step",
     "check_warmup_prediction", "warmup_outcome", "WARMUP_SETTINGS",
+    "check_greedy_decode", "check_train_step",
 ]
 
 
@@ -395,4 +396,291 @@ def check_warmup_prediction(my_prediction: dict, outcome: dict) -> Verdict:
         return Verdict(True, "✓ all four predictions match the runs.\n" + "\n".join(lines))
     return Verdict(
         False, f"✗ {len(wrong)} of 4 predictions differ from the runs.\n" + "\n".join(lines)
+    )
+
+
+# ---------------------------------------------------------------------------
+# greedy_decode(model, src, max_len, bos_id, eos_id, pad_id)
+# ---------------------------------------------------------------------------
+
+# Each case: (seed, |V|, B, n, pad_id, bos_id, eos_id, max_len, ends). The model is a
+# random float64 lib.Transformer whose EOS logit is set so that row b emits EOS
+# as its output token ends[b] (None: never): rows end at different steps, one
+# case never finishes a row, two have BOS = PAD. The seeds were chosen so that
+# every named mistake changes the output on at least one case.
+_GREEDY_CASES = (
+    (3, 9, 4, 7, 0, 1, 2, 10, (3, 1, 5, 2)),  # the date task's ids: PAD 0, BOS 1, EOS 2
+    (1, 11, 3, 6, 0, 0, 3, 7, (2, None, 4)),  # BOS = PAD, as in Marian; one row never ends
+    (2, 10, 4, 5, 4, 1, 0, 6, (4, 2, None, 1)),  # PAD is not 0, EOS is
+    (3, 8, 2, 6, 5, 5, 2, 9, (3, 5)),  # BOS = PAD, again
+)
+
+
+class _EndsAt(torch.nn.Module):
+    """A random encoder-decoder whose row b emits EOS as its output token ``ends[b]``."""
+
+    def __init__(self, inner, eos_id: int, ends):
+        super().__init__()
+        self.inner, self.eos_id, self.ends = inner, eos_id, tuple(ends)
+
+    def encode(self, src, src_mask=None):
+        return self.inner.encode(src, src_mask=src_mask)
+
+    def decode(self, tgt, memory, src_mask=None, tgt_mask=None, **kw):
+        logits = self.inner.decode(tgt, memory, src_mask=src_mask, tgt_mask=tgt_mask, **kw)
+        eos = torch.full(logits.shape[:2], -50.0, dtype=logits.dtype)  # (B, m)
+        for b, end in enumerate(self.ends):
+            if end is not None and end < logits.shape[1]:
+                eos[b, end] = 50.0  # position `end` predicts output token `end`
+        logits = logits.clone()
+        logits[..., self.eos_id] = eos
+        return logits
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), src_mask=src_mask, tgt_mask=tgt_mask)
+
+
+def _greedy_model(seed: int, vocab_size: int, eos_id: int, ends):
+    from lib.model.transformer import TransformerConfig
+
+    torch.manual_seed(seed)
+    inner = TransformerConfig(
+        src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=16, n_heads=2,
+        n_layers=2, d_ff=32, dropout=0.0, max_len=32,
+    ).build().double().eval()
+    return _EndsAt(inner, eos_id, ends).eval()
+
+
+def _greedy_cases() -> list[Case]:
+    cases = []
+    for seed, V, B, n, pad_id, bos_id, eos_id, max_len, ends in _GREEDY_CASES:
+        g = torch.Generator().manual_seed(seed)
+        model = _greedy_model(seed, V, eos_id, ends)
+        real = [i for i in range(V) if i not in (pad_id, bos_id, eos_id)]
+        src = torch.tensor(real)[torch.randint(0, len(real), (B, n), generator=g)]
+        for b in range(1, B):  # rows 1.. are padded on the right, by 1, 2, ... PAD
+            src[b, n - min(b, n - 2):] = pad_id
+        label = (f"B {B}, source length {n} (rows padded), pad_id {pad_id}, bos_id {bos_id}, "
+                 f"eos_id {eos_id}, max_len {max_len}")
+        cases.append(Case((model, src, max_len, bos_id, eos_id, pad_id), label=label))
+    return cases
+
+
+def _greedy_variant(model, src, max_len, bos_id, eos_id, pad_id, *, done_mask=True,
+                    keep_bos=False, src_mask=True, tgt_pad_mask=False, early_stop=True,
+                    causal=True):
+    """The reference loop and each named mistake, by switching one thing off."""
+    from lib.model.attention import causal_mask
+
+    s_mask = (src != pad_id)[:, None, None, :] if src_mask else None
+    with torch.no_grad():
+        memory = model.encode(src, src_mask=s_mask)
+        ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+        done = torch.zeros(src.shape[0], dtype=torch.bool)
+        for _ in range(max_len):
+            t = ys.shape[1]
+            t_mask = causal_mask(t)[None, None] if causal else None
+            if tgt_pad_mask:
+                t_mask = t_mask & (ys != pad_id)[:, None, None, :]
+            logits = model.decode(ys, memory, src_mask=s_mask, tgt_mask=t_mask)[:, -1]
+            next_id = logits.argmax(-1)
+            if done_mask:
+                next_id = next_id.masked_fill(done, pad_id)
+            ys = torch.cat([ys, next_id[:, None]], dim=1)
+            done |= next_id == eos_id
+            if early_stop and bool(done.all()):
+                break
+    return ys if keep_bos else ys[:, 1:]
+
+
+def _reference_greedy(model, src, max_len, bos_id, eos_id, pad_id):
+    from lib.train.decoding import greedy_decode
+
+    return greedy_decode(model, src, max_len, bos_id, eos_id, pad_id)
+
+
+def check_greedy_decode(greedy_decode) -> Verdict:
+    """Chapter 8, exercise: `greedy_decode(model, src, max_len, bos_id, eos_id, pad_id)`.
+
+    src (B, n) int64, PAD on the right -> (B, L) int64 without BOS, L <= max_len:
+    each row's argmax tokens up to its EOS, PAD after it; the loop stops when
+    every row has emitted EOS (or after max_len tokens). Checked on random
+    float64 `lib.Transformer`s (rows that end at different steps, padded
+    sources, BOS = PAD in two cases) against `lib.greedy_decode`.
+    """
+    mistakes = [
+        Mistake(
+            "no done-mask: tokens follow EOS",
+            "A row that has emitted EOS is finished, but your rows go on after it. Did you "
+            "keep a `done` vector and write pad_id (next_id.masked_fill(done, pad_id)) "
+            "into the rows that are done?",
+            lambda *a: _greedy_variant(*a, done_mask=False),
+        ),
+        Mistake(
+            "BOS kept in the output",
+            "The output starts one token late: did you return ys (BOS first)? The BOS is "
+            "the decoder's first input, not part of the output: return ys[:, 1:].",
+            lambda *a: _greedy_variant(*a, keep_bos=True),
+        ),
+        Mistake(
+            "no source padding mask",
+            "Only the padded sources come out differently: did you pass "
+            "src_mask = (src != pad_id)[:, None, None, :] to model.encode *and* to "
+            "model.decode (the cross-attention)?",
+            lambda *a: _greedy_variant(*a, src_mask=False),
+        ),
+        Mistake(
+            "target mask built from pad_id, which hides BOS when BOS = PAD",
+            "Only the cases where bos_id == pad_id (as in Marian models) fail: a target "
+            "mask `ys != pad_id` then hides the start token itself. While decoding, the "
+            "prefix holds no padding the model must not see: did you use the causal "
+            "mask alone?",
+            lambda *a: _greedy_variant(*a, tgt_pad_mask=True),
+        ),
+        Mistake(
+            "no causal mask on the decoder",
+            "Did you call model.decode without tgt_mask? Earlier positions then see later "
+            "ones, which training never allowed: pass causal_mask(t)[None, None].",
+            lambda *a: _greedy_variant(*a, causal=False),
+        ),
+        Mistake(
+            "no early stop: always max_len tokens",
+            "Your output is longer than the reference's, with only PAD in the extra "
+            "columns: did you stop the loop as soon as every row is done "
+            "(`if done.all(): break`)?",
+            lambda *a: _greedy_variant(*a, early_stop=False),
+        ),
+    ]
+    return check_function(
+        greedy_decode, _reference_greedy, _greedy_cases(), mistakes, name="greedy_decode"
+    )
+
+
+# ---------------------------------------------------------------------------
+# train_step(model, batch, optimizer, smoothing, pad_id)
+# ---------------------------------------------------------------------------
+
+_STEP_VOCAB, _STEP_PAD, _STEP_BOS, _STEP_EOS = 12, 0, 1, 2
+
+
+def _step_batches(seed: int, n_steps: int):
+    """Padded batches of random id sequences (PAD 0, BOS 1, EOS 2), lengths 2 to 7."""
+    from lib.train.data import batch_from_ids
+
+    g = torch.Generator().manual_seed(seed)
+    batches = []
+    for _ in range(n_steps):
+        rows = []
+        for _ in range(2):  # source and target rows
+            lengths = torch.randint(2, 8, (4,), generator=g).tolist()
+            lengths[0] = 7  # the longest row: every other row is padded
+            rows.append([torch.randint(3, _STEP_VOCAB, (k,), generator=g).tolist() for k in lengths])
+        batches.append(batch_from_ids(rows[0], rows[1], _STEP_PAD, _STEP_BOS, _STEP_EOS))
+    return batches
+
+
+def _run_steps(step_fn):
+    """Three steps of `step_fn` on a fresh float64 model and SGD (momentum): the losses it
+    returned and the weights after each step, as one float64 vector each."""
+
+    def run(seed, smoothing, n_steps=3):
+        from lib.model.transformer import TransformerConfig
+
+        torch.manual_seed(seed)
+        model = TransformerConfig(
+            src_vocab_size=_STEP_VOCAB, tgt_vocab_size=_STEP_VOCAB, d_model=16, n_heads=2,
+            n_layers=1, d_ff=32, dropout=0.1, max_len=16,
+        ).build().double()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        losses, weights = [], []
+        for step, batch in enumerate(_step_batches(seed, n_steps)):
+            torch.manual_seed(1000 * seed + step)  # the same dropout masks for every version
+            loss = step_fn(model, batch, optimizer, smoothing, _STEP_PAD)
+            if isinstance(loss, torch.Tensor):
+                loss = loss.item()
+            losses.append(loss)
+            weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+        return torch.tensor(losses, dtype=torch.float64), torch.stack(weights)
+
+    return run
+
+
+def _train_step_cases() -> list[Case]:
+    return [Case((seed, smoothing), label=f"3 steps, seed {seed}, smoothing {smoothing}")
+            for seed, smoothing in ((0, 0.1), (1, 0.2))]
+
+
+def _reference_step(model, batch, optimizer, smoothing, pad_id):
+    from lib.train.training import train_step
+
+    return train_step(model, batch, optimizer, None, label_smoothing=smoothing, pad_id=pad_id)
+
+
+def _step_variant(model, batch, optimizer, smoothing, pad_id, *, zero_grad="before",
+                  target="tgt_out", reads="tgt_in", ignore_pad=True):
+    from lib.train.training import label_smoothed_nll
+
+    model.train()
+    logits = model(batch.src, getattr(batch, reads), src_mask=batch.src_mask,
+                   tgt_mask=batch.tgt_mask)
+    loss = label_smoothed_nll(logits, getattr(batch, target), smoothing,
+                              ignore_index=pad_id if ignore_pad else None)
+    if zero_grad == "before":
+        optimizer.zero_grad()
+    loss.backward()
+    if zero_grad == "after backward":
+        optimizer.zero_grad()
+    optimizer.step()
+    return loss.item()
+
+
+def check_train_step(train_step) -> Verdict:
+    """Chapter 8, exercise: one step of teacher forcing,
+    `train_step(model, batch, optimizer, smoothing, pad_id) -> float`.
+
+    The model reads ``batch.tgt_in`` (BOS + target) with the batch's masks; the loss
+    is the label-smoothed cross-entropy against ``batch.tgt_out`` (target + EOS),
+    PAD targets left out; then zero the gradients, backward, one optimizer step;
+    return the loss as a float. Checked over three steps of a fresh float64 model
+    (the losses returned and the weights after each step) against `lib.train_step`.
+    """
+    if not callable(train_step):
+        raise TypeError(f"the checker needs your function itself, got {type(train_step).__name__}")
+    mistakes = [
+        Mistake(
+            "no zero_grad: the gradients add up over steps",
+            "The first step matches, the later ones do not: .backward() *adds* to .grad. "
+            "Did you call optimizer.zero_grad() before loss.backward() in every step?",
+            _run_steps(lambda *a: _step_variant(*a, zero_grad=None)),
+        ),
+        Mistake(
+            "zero_grad between backward and step: no update",
+            "The weights never change: optimizer.zero_grad() after loss.backward() erases "
+            "the gradient before optimizer.step() can use it. Did you zero it too late?",
+            _run_steps(lambda *a: _step_variant(*a, zero_grad="after backward")),
+        ),
+        Mistake(
+            "loss against tgt_in: the shifted-in BOS is scored",
+            "Position i must predict the *next* token, batch.tgt_out[:, i] (target + EOS). "
+            "Did you score the logits against batch.tgt_in, which starts with the BOS the "
+            "decoder was given?",
+            _run_steps(lambda *a: _step_variant(*a, target="tgt_in")),
+        ),
+        Mistake(
+            "the decoder reads tgt_out (the answer)",
+            "The decoder's input is batch.tgt_in (BOS + target); batch.tgt_out is what it "
+            "must predict. Did you feed it tgt_out, so that it can copy the answer?",
+            _run_steps(lambda *a: _step_variant(*a, reads="tgt_out")),
+        ),
+        Mistake(
+            "label smoothing over padding: PAD targets in the loss",
+            "The PAD positions of tgt_out are not predictions, but your loss averages them "
+            "in (smoothed, they are never 0). Did you leave out ignore_index=pad_id (or "
+            "the mask target != pad_id)?",
+            _run_steps(lambda *a: _step_variant(*a, ignore_pad=False)),
+        ),
+    ]
+    return check_function(
+        _run_steps(train_step), _run_steps(_reference_step), _train_step_cases(), mistakes,
+        name="train_step",
     )
