@@ -33,8 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import regex
-
 __all__ = ["GGUFTokenizer", "GPT2_PATTERN"]
 
 # GPT-2's pre-tokeniser (Radford et al., 2019), with \p{L} letters and \p{N} numbers.
@@ -69,6 +67,8 @@ class GGUFTokenizer:
     def __init__(self, tokens: Sequence[str], merges: Sequence[str],
                  token_types: Sequence[int] | None = None, *, bos_id: int | None = None,
                  eos_id: int | None = None, chat_template: str | None = None):
+        import regex  # \p{L}, \p{N}: imported here so that `import lib` does not need it
+
         if not tokens or not all(isinstance(t, str) for t in tokens):
             raise TypeError("tokens: expected a non-empty sequence of str")
         if not all(isinstance(m, str) and m.count(" ") == 1 for m in merges):
