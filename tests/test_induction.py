@@ -146,3 +146,20 @@ def test_bad_input():
         lib.AttentionOnlyModel(10, position="sinusoidal")
     with pytest.raises(TypeError, match="train_ids"):
         lib.train_attention_only([1, 2, 3], torch.arange(5), 5)
+    with pytest.raises(ValueError, match="repeat_fraction"):
+        lib.train_attention_only(torch.arange(500), torch.arange(500), 500, repeat_fraction=1.5)
+
+
+def test_write_twice_repeats_a_passage_inside_the_window():
+    from lib.teach.induction import _write_twice
+
+    g = torch.Generator().manual_seed(3)
+    for T in (16, 64, 128):
+        for _ in range(20):
+            w = torch.arange(T)  # all distinct: the copied passage is the only repeat
+            _write_twice(w, g)
+            changed = (w != torch.arange(T)).nonzero().flatten()
+            assert len(changed) >= 2
+            start, n = int(w[changed[0]]), len(changed)
+            assert torch.equal(w[changed], torch.arange(start, start + n))  # a contiguous passage
+            assert start + n <= changed[0]  # copied from earlier in the window

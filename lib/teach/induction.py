@@ -259,6 +259,17 @@ class AttentionOnlyModel(nn.Module):
         return self.head(self.final_norm(x))
 
 
+def _write_twice(window: torch.Tensor, g: torch.Generator) -> None:
+    """Copy a passage of the window further on in it, at a random length and distance, so
+    that only matching content (not a fixed offset) finds the earlier copy."""
+    T = window.numel()
+    low = max(2, min(8, T // 4))  # 8 to 3/8 of the window (T = 128: 8 to 47 characters)
+    length = int(torch.randint(low, max(low + 1, T // 2 - T // 8), (1,), generator=g))
+    start = int(torch.randint(0, T - 2 * length + 1, (1,), generator=g))
+    copy_at = int(torch.randint(start + length, T - length + 1, (1,), generator=g))
+    window[copy_at: copy_at + length] = window[start: start + length].clone()
+
+
 @dataclass
 class InductionRun:
     """What `train_attention_only` measured at each checkpoint (one entry per checkpoint)."""
@@ -292,14 +303,18 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     ``valid_ids`` at early and late positions, the two half losses on repeated random
     characters (`repeated_tokens`, ``probe_length`` per copy) and each head's
     induction and previous-token scores on them. ``repeat_fraction`` of each
-    batch's windows hold a passage of context/2 characters written twice, the
-    rest plain text. One thread's worth of work:
+    batch's windows hold a passage written twice (its length, place and the
+    distance between the copies drawn at random), the rest plain text. One thread's worth of work:
     ``steps=1200`` takes a few tens of seconds on a laptop core.
     """
     for name, ids in (("train_ids", train_ids), ("valid_ids", valid_ids)):
         if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
             raise TypeError(f"{name} must be a 1-d tensor of integer ids")
     steps, every = require_positive_int("steps", steps), require_positive_int("every", every)
+    if not 0.0 <= repeat_fraction <= 1.0:
+        raise ValueError(f"repeat_fraction must be between 0 and 1, got {repeat_fraction!r}")
+    if context < 8:
+        raise ValueError(f"context must be at least 8 characters, got {context!r}")
     if 2 * probe_length > context:
         raise ValueError(f"probe_length {probe_length}: two copies must fit in context {context}")
     start = time.perf_counter()
@@ -339,10 +354,8 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     for step in range(1, steps + 1):
         idx = torch.randint(0, train_ids.numel() - context - 1, (batch_size,), generator=g)
         x = torch.stack([train_ids[s: s + context] for s in idx.tolist()])
-        n_rep = int(round(repeat_fraction * batch_size))
-        if n_rep:  # these windows: a passage of context/2 characters, then the same again
-            half = context // 2
-            x[:n_rep, half: 2 * half] = x[:n_rep, :half]
+        for row in range(int(round(repeat_fraction * batch_size))):
+            _write_twice(x[row], g)
         logits = model(x)
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
