@@ -1,0 +1,111 @@
+"""SmolLM2-135M-Instruct, greedy generation: `lib` against Hugging Face's LlamaForCausalLM,
+the same weights (both loaded from the course's GGUF file), both with a KV cache.
+
+Run:  .venv/bin/python bench/smollm2.py [--threads 2] [--repeats 3] [--new 128] [--batch 1 8]
+
+The prompt is the chat prompt of the pretrained-model chapter ("What is the capital
+of France?" in SmolLM2's chat template), repeated over the batch; 128 new tokens,
+greedy, float32. `lib.generate` against ``model.generate(do_sample=False,
+min_new_tokens=n, max_new_tokens=n)``, so both produce exactly n tokens (the
+reference's EOS is masked by ``min_new_tokens``; the tokens are compared before the
+first EOS). The runs are interleaved (lib, HF, lib, ...) so load from other
+processes hits both alike; the figure is the best of ``--repeats``. Goal: lib/HF
+time ratio <= 1.0.
+
+Also printed: the peak resident memory of the process, and the bandwidth bound of
+batch-1 decoding: each new token reads every weight once (538 MB in float32), so
+tokens/s cannot exceed (measured copy bandwidth) / (bytes of weights). A measured
+speed far below that bound means the step is bound by per-operation overhead, not
+by memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import time
+
+import torch
+
+import lib
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def copy_bandwidth(n_bytes: int = 256 * 2**20, repeats: int = 5) -> float:
+    """Bytes per second of a large tensor copy (read + write counted once each)."""
+    src = torch.empty(n_bytes // 4, dtype=torch.float32).uniform_()
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n_bytes / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--new", type=int, default=128)
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 8])
+    args = parser.parse_args()
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    torch.set_num_threads(args.threads)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    path = lib.smollm2_path()
+    seconds_lib, (model, tokenizer) = timed(lambda: lib.load_smollm2())
+    import transformers.modeling_gguf_pytorch_utils as hf_gguf
+
+    hf_gguf.tqdm = lambda iterable, **kwargs: iterable  # no progress bar
+    seconds_hf, reference = timed(lambda: transformers.AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32).eval())
+    chat = tokenizer.apply_chat([{"role": "user", "content": "What is the capital of France?"}])
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"{platform.machine()}, {args.threads} threads; prompt {len(chat)} tokens, "
+          f"{args.new} new, best of {args.repeats}")
+    print(f"load: lib {seconds_lib:.1f} s, Hugging Face {seconds_hf:.1f} s")
+    print(f"{'batch':>5}  {'lib tok/s':>9}  {'HF tok/s':>9}  {'lib/HF time':>11}")
+    n = args.new
+    for batch in args.batch:
+        prompt = torch.tensor([chat] * batch)
+        runs = {
+            "lib": lambda: lib.generate(model, prompt, n, greedy=True, use_cache=True),
+            "hf": lambda: reference.generate(prompt, max_new_tokens=n, min_new_tokens=n,
+                                             do_sample=False, use_cache=True),
+        }
+        with torch.no_grad():
+            for fn in runs.values():  # one untimed run each: start-up costs
+                fn()
+            best, outs = {k: float("inf") for k in runs}, {}
+            for _ in range(args.repeats):
+                for name, fn in runs.items():
+                    seconds, outs[name] = timed(fn)
+                    best[name] = min(best[name], seconds)
+        first = outs["lib"][0, len(chat):].tolist()
+        # before the first EOS: min_new_tokens forbids the reference's EOS, not lib's
+        end = first.index(tokenizer.eos_id) if tokenizer.eos_id in first else len(first)
+        assert first[:end] == outs["hf"][0, len(chat):len(chat) + end].tolist(), "tokens differ"
+        tokens = batch * n
+        print(f"{batch:>5}  {tokens / best['lib']:>9.1f}  {tokens / best['hf']:>9.1f}  "
+              f"{best['lib'] / best['hf']:>11.2f}", flush=True)
+    bandwidth = copy_bandwidth()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"peak resident memory {peak / 1e9:.2f} GB (both models in float32)")
+    print(f"weights {weight_bytes / 1e6:.0f} MB; copy bandwidth {bandwidth / 1e9:.0f} GB/s; "
+          f"batch-1 bound {bandwidth / weight_bytes:.0f} tokens/s")
+
+
+if __name__ == "__main__":
+    main()
