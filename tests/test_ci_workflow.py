@@ -6,6 +6,7 @@ built site to GitHub Pages only from main.
 """
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,20 @@ def test_ci_script_runs_make_test_and_installs_chromium():
 
 def test_make_test_includes_the_site_test():
     makefile = (ROOT / "Makefile").read_text()
-    test_line = next(line for line in makefile.splitlines() if line.startswith("test:"))
-    assert {"test-lib", "test-notebooks", "test-site"} <= set(test_line.split(":", 1)[1].split())
+    # make test hands every check to tools/run_tests.py: the library tests, nbval on every
+    # notebook, the AVX2 pass and `make test-site`, unless told to skip one
+    test_rule = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "tools/run_tests.py" in test_rule and "$(NOTEBOOKS)" in test_rule
+    assert "--avx2" in test_rule and "--no-" not in test_rule
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import run_tests
+    finally:
+        sys.path.pop(0)
+    names = [c.name for c in run_tests.plan([], [], lib=True, site=True)]
+    assert names == ["book build and browser test", "library tests"]
+    site_check = run_tests.plan([], [], lib=False, site=True)[0]
+    assert site_check.argv[-1] == "test-site"
     site_rule = makefile.split("\ntest-site:", 1)[1].split("\n\n", 1)[0]
     assert site_rule.split("\n", 1)[0].split() == ["book"]  # builds the book first
     assert "tests/browser" in site_rule and "COURSE_SITE_TEST=1" in site_rule
