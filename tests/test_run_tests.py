@@ -71,3 +71,22 @@ def test_the_longest_check_starts_first():
     assert [c.name for c in checks].count(f"{nb[0]} (AVX2)") == 1
     avx2 = next(c for c in checks if c.name.endswith("(AVX2)"))
     assert avx2.env == {"ATEN_CPU_CAPABILITY": "avx2"} and avx2.notebook == nb[0].name
+
+
+def test_a_check_that_must_run_alone_never_overlaps_another(tmp_path):
+    log = tmp_path / "log"
+    checks = [sleeper("a", 0.6, log=log), sleeper("b", 0.6, log=log),
+              sleeper("solo", 0.6, "solo.ipynb", log=log), sleeper("c", 0.6, log=log)]
+    checks[2].alone = True
+    assert run_tests.run(checks, jobs=2) == []
+    spans = intervals(log)
+    s0, s1 = spans["solo"]
+    for name in ("a", "b", "c"):
+        o0, o1 = spans[name]
+        assert o1 <= s0 or s1 <= o0, name
+
+
+def test_the_translation_chapter_runs_alone():
+    alone = {p.name for p in (ROOT / "book").glob("*.ipynb") if run_tests.uses_both_cores(p)}
+    assert "12_translation.ipynb" in alone
+    assert "08_training.ipynb" not in alone

@@ -10,7 +10,9 @@ The checks, each a separate process:
 - the book build with warnings as errors and the browser test (`make test-site`).
 
 Most chapters run PyTorch on one thread (they pin it), so two checks side by side
-take about half the time of one after the other. The longest expected check
+take about half the time of one after the other. A chapter that sets two threads
+(the translation chapter) runs alone: beside another check its training took over
+fifteen minutes instead of two. The longest expected check
 starts first (times from site/run_times.json, else the notebook's stored cell
 times); two checks of the same notebook never run at once. Each check prints a
 line when it starts and one when it ends, with its time; a failing check does not
@@ -44,6 +46,13 @@ class Check:
     expected: float
     env: dict = field(default_factory=dict)
     notebook: str | None = None  # two checks of one notebook never run together
+    alone: bool = False  # runs with nothing beside it (a chapter that trains on both cores)
+
+
+def uses_both_cores(path: Path) -> bool:
+    """A chapter that sets PyTorch to 2 threads: beside another check its threads wait
+    on each other (the translation chapter's training took over 15 min instead of 2)."""
+    return "torch.set_num_threads(2)" in path.read_text()
 
 
 def nbval_argv(path: Path) -> list[str]:
@@ -61,10 +70,12 @@ def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list
         checks.append(Check("book build and browser test", ["make", "--no-print-directory",
                                                             "test-site"], SITE_SECONDS))
     for path in notebooks:
-        checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path), notebook=path.name))
+        checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path), notebook=path.name,
+                            alone=uses_both_cores(path)))
     for path in avx2:
         checks.append(Check(f"{path} (AVX2)", nbval_argv(path), chapter_seconds(path),
-                            {"ATEN_CPU_CAPABILITY": "avx2"}, notebook=path.name))
+                            {"ATEN_CPU_CAPABILITY": "avx2"}, notebook=path.name,
+                            alone=uses_both_cores(path)))
     return sorted(checks, key=lambda c: -c.expected)
 
 
@@ -72,17 +83,25 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
     lock = threading.Lock()
     pending = list(checks)
     running: set[str] = set()
+    busy = [0]  # checks running now
+    exclusive = [False]  # a check that must run alone is running
     failed: list[Check] = []
     done = [0]
     total = len(checks)
 
     def take() -> Check | None:
         with lock:
+            if exclusive[0]:
+                return None
             for check in pending:
+                if check.alone and busy[0]:
+                    continue  # waits until nothing else runs
                 if check.notebook is None or check.notebook not in running:
                     pending.remove(check)
                     if check.notebook:
                         running.add(check.notebook)
+                    busy[0] += 1
+                    exclusive[0] = check.alone
                     return check
             return None
 
@@ -106,6 +125,9 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
                 done[0] += 1
                 if check.notebook:
                     running.discard(check.notebook)
+                busy[0] -= 1
+                if check.alone:
+                    exclusive[0] = False
                 print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)}: "
                       f"{(lines[-1:] or ['(no output)'])[0].strip('= ')}", flush=True)
                 if result.returncode != 0:
