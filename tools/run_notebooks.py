@@ -58,6 +58,13 @@ def is_banded(path: Path) -> bool:
     return any(c["cell_type"] == "code" and "check_band(" in "".join(c["source"]) for c in cells)
 
 
+def nbval_argv(path: Path) -> list[str]:
+    """Strict nbval on one notebook: the command both this runner and run_tests.py use."""
+    return [sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
+            "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout=900",
+            "-p", "no:cacheprovider", str(path)]
+
+
 def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
@@ -66,19 +73,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--banded", action="store_true", help="only notebooks that call lib.check_band")
-    parser.add_argument("--estimate", action="store_true", help="print what `make test` takes, run nothing")
     parser.add_argument("--record", action="store_true",
                         help=f"write each passing notebook's time into {RUN_TIMES.relative_to(ROOT)} (on an idle machine)")
     args = parser.parse_args()
-    if args.estimate:
-        every = sum(chapter_seconds(p) for p in args.notebooks) * 1.05
-        again = os.environ.get("AVX2_NOTEBOOKS", "").split()
-        banded = sum(chapter_seconds(Path(p)) for p in again) * 1.05
-        print(f"make test: about {minutes(60 + every + banded + 300)} on 2 CPU cores (after the "
-              f"first install): library tests ~1 min, {len(args.notebooks)} notebooks ~{minutes(every)}, "
-              f"the training chapters again with AVX2 kernels ~{minutes(banded)}, "
-              "book build and browser test ~5 min", flush=True)
-        return 0
     notebooks = [p for p in args.notebooks if not args.banded or is_banded(p)]
     if not notebooks:
         print("no notebook to run")
@@ -92,12 +89,7 @@ def main() -> int:
     for i, path in enumerate(notebooks, 1):
         print(f"[{i}/{len(notebooks)}] {path} ... (last run: {minutes(expected[path])})", flush=True)
         t0 = time.monotonic()
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
-             "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout=900",
-             "-p", "no:cacheprovider", str(path)],
-            capture_output=True, text=True,
-        )
+        result = subprocess.run(nbval_argv(path), capture_output=True, text=True)
         took = time.monotonic() - t0
         tail = [l for l in result.stdout.strip().splitlines() if l.strip()][-1:] or ["(no output)"]
         status = "passed" if result.returncode == 0 else "FAILED"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_notebooks import ROOT, SANITIZE, chapter_seconds, minutes  # noqa: E402
+from run_notebooks import ROOT, chapter_seconds, minutes, nbval_argv  # noqa: E402
 
 # Expected minutes of the checks that are not notebooks, on an idle 2-core machine.
 LIB_SECONDS = 300
@@ -53,12 +53,6 @@ def uses_both_cores(path: Path) -> bool:
     """A chapter that sets PyTorch to 2 threads: beside another check its threads wait
     on each other (the translation chapter's training took over 15 min instead of 2)."""
     return "torch.set_num_threads(2)" in path.read_text()
-
-
-def nbval_argv(path: Path) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
-            "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout=900",
-            "-p", "no:cacheprovider", str(path)]
 
 
 def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list[Check]:
