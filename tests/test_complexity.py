@@ -61,6 +61,16 @@ def test_graph_depth_grows_with_n_only_for_the_recurrence():
         graph_depth(torch.ones(2))
 
 
+def test_graph_depth_counts_a_leaf_that_requires_grad_once_and_constants_not_at_all():
+    # as graph_depth's docstring says: MulBackward + w's AccumulateGrad = 2
+    w = torch.ones(3, requires_grad=True)
+    assert graph_depth(w * 2) == 2
+    assert graph_depth(w * torch.ones(3)) == 2  # a tensor constant adds no node
+    assert graph_depth(torch.tanh(w * 2 + 1)) == 4
+    v = torch.ones(3, requires_grad=True)
+    assert graph_depth(w * v) == 2  # two leaves side by side, not one after the other
+
+
 @pytest.mark.parametrize("n", [5, 9, 10, 28])
 def test_layers_needed_to_connect_the_ends(n):
     torch.manual_seed(0)

@@ -1,8 +1,10 @@
 """Counting the cost of a sequence layer: multiply-adds, sequential steps, path lengths.
 
-Introduced in chapter 9 (why self-attention), which measures the paper's
-Table 1 on three layers that all map n vectors of width d (= d_model) to n
-vectors of width d:
+`graph_depth` is introduced in chapter 1 (from RNNs to attention), which
+compares the dependent steps of an RNN and of one self-attention layer with
+it. Chapter 9 (why self-attention) uses the whole module to measure the
+paper's Table 1 on three layers that all map n vectors of width d
+(= d_model) to n vectors of width d:
 
     self-attention  `lib.MultiHeadAttention(d, h)`
     recurrent       ``nn.GRU(d, d)``
@@ -50,7 +52,12 @@ def graph_depth(output: torch.Tensor) -> int:
     Every node is one recorded operation; operations on one chain must run one
     after the other, so this counts the sequential steps of the computation
     (the paper's "sequential operations", up to a constant per step).
-    Leaves (inputs and parameters) count 0. Iterative, so deep graphs are fine.
+    A leaf that requires grad (a parameter, an input with ``requires_grad=True``)
+    is a node too, its ``AccumulateGrad``, and counts 1; constants (tensors
+    without ``requires_grad``, Python numbers) count 0. For a leaf ``w`` with
+    ``requires_grad=True``, ``graph_depth(w * 2)`` is 2 and
+    ``graph_depth(torch.tanh(w * 2 + 1))`` is 4. Iterative, so deep graphs are
+    fine.
     """
     require_tensor("output", output)
     if output.grad_fn is None:

@@ -1,8 +1,8 @@
-"""Widgets and figure helpers for the chapters.
+"""The Q/K/V explorer of chapter 2 (attention math): `AttentionExplorer`.
 
-Introduced in chapter 2 (attention math): `AttentionExplorer`, the Q/K/V
-explorer, and `plot_heatmap`, the annotated heatmap every chapter reuses for
-scores, attention weights and masks.
+The annotated heatmap the chapters draw scores, attention weights and masks
+with, `plot_heatmap`, is not here: it lives in `lib.teach.plots` and is first
+used in chapter 1.
 
 `AttentionExplorer` is an ``anywidget`` widget: in Jupyter, every change of
 an input is recomputed in Python with `lib.scaled_dot_product_attention`; in
