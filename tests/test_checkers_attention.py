@@ -218,3 +218,57 @@ def test_padding_checker_passes_a_solution_and_reports_a_stub():
 def test_padding_checker_names_each_mistake(mistake):
     verdict = lib.check_padding_mask(PADDING_WRONG[mistake])
     assert not verdict and verdict.mistake == mistake
+
+
+# --- exercise 2 on paper: Var(q·k) and the divisor (numbers, not functions) ----------------
+
+
+def _sampled_variance(sigma2, d_k, rows=400_000):
+    """Var(q·k) measured on random entries of variance sigma2: the reference for the closed form."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(rows, d_k, generator=g, dtype=torch.float64) * math.sqrt(sigma2)
+    k = torch.randn(rows, d_k, generator=g, dtype=torch.float64) * math.sqrt(sigma2)
+    return float((q * k).sum(-1).var())
+
+
+@pytest.mark.parametrize("sigma2, d_k", [(4, 16), (9, 4)])
+def test_score_variance_checker(sigma2, d_k):
+    measured = _sampled_variance(sigma2, d_k)
+    exact = d_k * sigma2 * sigma2  # each product sigma^4, d_k of them
+    assert abs(measured / exact - 1) < 0.02
+    check = lambda v: lib.check_score_variance(v, sigma2=sigma2, d_k=d_k)  # noqa: E731
+    assert check(exact) and check(float(exact) + 0.3) and check(torch.tensor(exact))
+    slips = {
+        "σ² not squared (d_k σ²)": d_k * sigma2,
+        "one product's variance σ⁴, not the sum over d_k": sigma2 * sigma2,
+        "the variances of q_c and k_c added, not multiplied": 2 * d_k * sigma2,
+    }
+    if sigma2 * math.sqrt(d_k) != sigma2 * sigma2:  # (4, 16): the same number as σ⁴
+        slips["the standard deviation σ²√d_k, not the variance"] = sigma2 * math.sqrt(d_k)
+    for name, value in slips.items():
+        verdict = check(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    wrong = check(exact + 7)
+    assert not wrong and wrong.slip is None and "recompute" in wrong.message
+    nan = check(float("nan"))
+    assert not nan and "NaN" in nan.message
+
+
+def test_score_divisor_checker():
+    exact = 4 * math.sqrt(16)  # the standard deviation sqrt(d_k sigma^4) = sigma^2 sqrt(d_k)
+    assert abs(math.sqrt(_sampled_variance(4, 16)) / exact - 1) < 0.01
+    assert lib.check_score_divisor(16) and lib.check_score_divisor(16.004)
+    for name, value in {"√d_k alone, σ² left out": 4, "σ√d_k: σ² not squared in the variance": 8,
+                        "the variance itself, not its square root": 256}.items():
+        verdict = lib.check_score_divisor(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert lib.check_score_divisor(18).slip is None and not lib.check_score_divisor(18)
+    assert not lib.check_score_divisor(float("nan"))
+
+
+@pytest.mark.parametrize("checker, name", [(lib.check_score_variance, "my_variance"),
+                                           (lib.check_score_divisor, "my_divisor")])
+@pytest.mark.parametrize("bad", ["256", None, True, [256], torch.tensor([256.0])])
+def test_score_checkers_refuse_what_is_not_a_number(checker, name, bad):
+    with pytest.raises(TypeError, match=name):
+        checker(bad)

@@ -12,6 +12,10 @@ The exercises, in the chapter's order:
   query that may see no key gets zero weights, as in `lib`;
 - `causal_mask(n)`, the (n, n) mask of a decoder's self-attention;
 - `padding_mask(tokens, pad_id)`, the (B, 1, 1, n) mask that hides padding.
+
+And the numbers of exercise 2 on paper (`check_score_variance`,
+`check_score_divisor`): Var(q·k) when the entries have variance σ², and the
+divisor that brings it back to 1.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ import torch.nn.functional as F
 from lib.model.attention import causal_mask as _causal_mask
 from lib.model.attention import padding_mask as _padding_mask
 from lib.model.attention import scaled_dot_product_attention as _attention
+from lib.teach.checkers._numbers import check_number, real_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.exercises import CheckResult
 
-__all__ = ["check_softmax", "check_scaled_attention", "check_causal_mask", "check_padding_mask"]
+__all__ = ["check_softmax", "check_scaled_attention", "check_causal_mask", "check_padding_mask",
+           "check_score_variance", "check_score_divisor"]
 
 
 # --- softmax -----------------------------------------------------------------------------
@@ -362,3 +369,53 @@ def check_padding_mask(padding_mask) -> Verdict:
         ),
     ]
     return check_function(padding_mask, _padding_mask, _padding_cases(), mistakes, name="padding_mask")
+
+
+# --- exercise 2 on paper: Var(q·k) with entries of variance σ² ---------------------------
+
+
+def _positive(name: str, value) -> float:
+    value = real_number(name, value)
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
+
+
+def check_score_variance(my_variance, sigma2: float = 4.0, d_k: int = 16) -> CheckResult:
+    """Chapter 2, exercise 2: Var(q·k) = d_k σ⁴ for independent mean-0 entries of variance σ²."""
+    sigma2, d_k = _positive("sigma2", sigma2), _positive("d_k", d_k)
+    return check_number(my_variance, d_k * sigma2**2, atol=0.5, what="variance of q·k",
+                        name="my_variance", slips={
+        "σ² not squared (d_k σ²)": (
+            d_k * sigma2,
+            "What is the variance of one product q_c k_c when each factor has variance σ²?"),
+        "one product's variance σ⁴, not the sum over d_k": (
+            sigma2**2,
+            "q·k adds d_k independent products: how do their variances combine? (If you took a "
+            "square root, σ²√d_k: the question asks for the variance.)"),
+        "the standard deviation σ²√d_k, not the variance": (
+            sigma2 * math.sqrt(d_k), "Did you take a square root? The question asks for the "
+            "variance."),
+        "the variances of q_c and k_c added, not multiplied": (
+            d_k * 2 * sigma2,
+            "For independent mean-0 factors, is Var(q_c k_c) the sum or the product of their "
+            "variances?"),
+    })
+
+
+def check_score_divisor(my_divisor, sigma2: float = 4.0, d_k: int = 16) -> CheckResult:
+    """Chapter 2, exercise 2: the divisor σ²√d_k that brings Var(q·k) = d_k σ⁴ back to 1."""
+    sigma2, d_k = _positive("sigma2", sigma2), _positive("d_k", d_k)
+    return check_number(my_divisor, sigma2 * math.sqrt(d_k), atol=0.01, what="divisor",
+                        name="my_divisor", slips={
+        "√d_k alone, σ² left out": (
+            math.sqrt(d_k),
+            "√d_k undoes a variance of d_k. What is the variance here?"),
+        "σ√d_k: σ² not squared in the variance": (
+            math.sqrt(sigma2 * d_k),
+            "Is the variance of each product q_c k_c σ², or something else?"),
+        "the variance itself, not its square root": (
+            d_k * sigma2**2,
+            "Dividing by c divides the variance by c²: should c be the variance, or its square "
+            "root?"),
+    })
