@@ -27,7 +27,7 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install data lock expected-results check-my-results test-announce record-times
+.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install test-lab data lock expected-results check-my-results test-announce record-times
 
 install: $(STAMP) data
 
@@ -116,20 +116,20 @@ test-site: book
 # JupyterLab (requirements-lab.txt) on this machine only: 127.0.0.1, the chapters'
 # folder as its root, the browser opened by JupyterLab. LAB_PORT=8899 make lab for
 # another port, LAB_ARGS="--no-browser" (or --allow-root, ...) for more options;
-# Ctrl+C twice stops it. The overrides file makes JupyterLab save the
-# widgets' state with the notebook (Settings > Save Widget State Automatically), so
-# a notebook saved from JupyterLab reopens with its widgets instead of
-# "Error displaying widget: model not found".
+# Ctrl+C twice stops it. tools/lab_settings.py writes JupyterLab's defaults into
+# .venv (overrides.json): Settings > Save Widget State Automatically stays off, as in
+# JupyterLab itself; with it on, every chapter with a widget was marked modified as
+# soon as it opened, and autosave then rewrote it without its widgets (issue 27).
 LAB_STAMP := $(VENV)/.lab-installed
 LAB_PORT ?= 8888
 LAB_ARGS ?=
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 # JupyterLab and jupyterlab-myst (requirements-lab.txt) are in requirements.lock, so
-# `make install` has installed them already; this adds JupyterLab's settings.
-$(LAB_STAMP): $(STAMP)
-	mkdir -p $(dir $(LAB_OVERRIDES))
-	test -f $(LAB_OVERRIDES) || echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": true}}' > $(LAB_OVERRIDES)
+# `make install` has installed them already; this adds JupyterLab's settings (again
+# whenever tools/lab_settings.py changes, so an older install is corrected).
+$(LAB_STAMP): $(STAMP) tools/lab_settings.py
+	$(BIN)/python tools/lab_settings.py --settings-dir $(dir $(LAB_OVERRIDES))
 	touch $(LAB_STAMP)
 
 lab-install: $(LAB_STAMP)
@@ -137,6 +137,12 @@ lab-install: $(LAB_STAMP)
 # `data` too: the chapters from tokenization on read the real text.
 lab: $(LAB_STAMP) data
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book $(LAB_ARGS)
+
+# JupyterLab as `make lab` sets it up, in headless Chromium (tests/browser/test_lab.py,
+# about 4 minutes): opens every chapter (copies, in a temporary folder) and fails if one
+# is marked modified before anything is run.
+test-lab: $(LAB_STAMP)
+	COURSE_LAB_TEST=1 $(BIN)/python -m pytest tests/browser/test_lab.py -q -p no:cacheprovider
 
 execute: $(STAMP) data
 	for nb in $(NOTEBOOKS); do \
