@@ -227,3 +227,132 @@ def test_wrong_float_dtype_is_named():
     assert not verdict and verdict.mistake == WRONG_DTYPE and "float32" in verdict.message
     verdict = lib.check_multi_head_attention(lambda *a, mask=None: mha_right(*a, mask=mask).float())
     assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message
+
+
+# On paper: numbers, checked against torch's own layer and FlopCounterMode ----------------
+
+
+def _torch_mha_params(d_model, n_heads):
+    layer = torch.nn.MultiheadAttention(d_model, n_heads)  # W_q, W_k, W_v, W_o with biases
+    return sum(p.numel() for p in layer.parameters())
+
+
+def test_mha_parameters_checker():
+    d = 768
+    full = _torch_mha_params(d, 12)
+    assert full == _torch_mha_params(d, 1) == 2_362_368
+    assert lib.check_mha_parameters(full, 768, 12) and lib.check_mha_parameters(full, 768, 1)
+    no_bias = sum(p.numel() for p in torch.nn.MultiheadAttention(d, 12, bias=False).parameters())
+    proj = torch.nn.Linear(d, d)
+    one = sum(p.numel() for p in proj.parameters())  # d^2 + d
+    slips = {
+        "biases left out": no_bias,
+        "W^O left out": 3 * one,
+        "W^O and the biases left out": 3 * proj.weight.numel(),
+        "a full d_model × d_model W^Q, W^K, W^V per head": 12 * 3 * one + one,
+        "one head's share": full / 12,
+    }
+    for name, value in slips.items():
+        verdict = lib.check_mha_parameters(value, 768, 12)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    scaled = lib.check_mha_parameters(full / 12, 768, 1, compared_with=12)
+    assert not scaled and scaled.slip == "the count scaled with the number of heads"
+    # with h = 1 the per-head slips are the right answer, so they are not named
+    assert lib.check_mha_parameters(full / 12, 768, 1).slip is None
+    assert not lib.check_mha_parameters(full + 1, 768, 12)
+    assert lib.check_mha_parameters(full + 1, 768, 12).slip is None
+    assert not lib.check_mha_parameters(float("nan"))
+    with pytest.raises(ValueError, match="divisible"):
+        lib.check_mha_parameters(full, 768, 5)
+
+
+def _counted_flops(n, d_model, n_heads):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    layer = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True)
+    x = torch.randn(1, n, d_model)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(x, x, x, need_weights=True)  # the plain path: every product is counted
+    return counter.get_total_flops()
+
+
+def test_attention_flops_checker():
+    exact = _counted_flops(100, 512, 8)
+    assert exact == 230_195_200
+    assert lib.check_attention_flops(exact, 100, 512, 8)
+    proj, mix = 4 * 2 * 100 * 512 * 512, 2 * 2 * 100 * 100 * 512  # 2 ops per multiply-add
+    slips = {
+        "multiply-adds, not operations": exact / 2,
+        "the projections only": proj,
+        "QKᵀ and αV only": mix,
+        "W^O left out": proj * 3 / 4 + mix,
+        "QKᵀ and αV of one head only": proj + mix / 8,
+    }
+    for name, value in slips.items():
+        verdict = lib.check_attention_flops(value, 100, 512, 8)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert lib.check_attention_flops(exact + 100, 100, 512, 8).slip is None
+    assert not lib.check_attention_flops(float("nan"))
+
+
+def test_flops_crossover_checker():
+    d = 512
+    # brute force: the first n where the n^2 term is at least the projections' term
+    crossover = next(n for n in range(1, 10 * d) if 4 * n * n * d >= 8 * n * d * d)
+    assert crossover == 1024
+    assert lib.check_flops_crossover(crossover, d) and lib.check_flops_crossover(1025, d)
+    assert lib.check_flops_crossover(512, d).slip == "n = d_model: the factors 8 and 4 dropped"
+    assert lib.check_flops_crossover(256, d).slip == "8 and 4 swapped"
+    wrong = lib.check_flops_crossover(2048, d)
+    assert not wrong and wrong.slip is None
+    assert not lib.check_flops_crossover(float("nan"), d)
+
+
+def _hand_layer_output():
+    """The chapter's hand-built layer on "the cat sat on the mat", in plain torch."""
+    words = {"the": [1, 0, 0, 0], "cat": [0, 1, 0, 0], "sat": [0, 0, 1, 0], "on": [0, 0, 0, 1],
+             "mat": [-1, 0, 0, 0]}
+    t = math.pi / 4
+    x = torch.tensor([words[w] + [math.cos(i * t), math.sin(i * t), 0, 0]
+                      for i, w in enumerate(["the", "cat", "sat", "on", "the", "mat"])],
+                     dtype=torch.float64)
+    pos, word = x[:, 4:6], x[:, :4]
+    back = torch.tensor([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]],
+                        dtype=torch.float64)
+    q0, k0 = 6 * pos @ back, 6 * pos  # head 0: the position rotated one step back
+    head0 = torch.softmax(q0 @ k0.T / 2, -1) @ x[:, 0:4]
+    head1 = torch.softmax((6 * word) @ (6 * word).T / 2, -1) @ x[:, 4:8]
+    return torch.cat([head0, head1], -1)[None]
+
+
+def test_hand_layer_checkers():
+    out = _hand_layer_output()
+    assert torch.allclose(out[0, 5, :4], torch.tensor([1.0, 0, 0, 0], dtype=torch.float64),
+                          atol=0.03)
+    assert lib.check_previous_word([1, 0, 0, 0], out)
+    assert lib.check_previous_word(torch.tensor([0.99, 0.0, 0.0, 0.0]), out)
+    assert lib.check_previous_word([-1, 0, 0, 0], out).slip == "the word of 'mat' itself"
+    assert lib.check_previous_word([0, 0, 0, 1], out).slip == "the word two back, 'on'"
+    assert lib.check_previous_word([0, 1, 0, 0], out).slip is None
+    assert not lib.check_previous_word([float("nan"), 0, 0, 0], out)
+    assert lib.check_same_word_position([0, 0], out)
+    assert lib.check_same_word_position([-1, 0], out).slip == "its own position only"
+    assert lib.check_same_word_position([1, 0], out).slip == "the first 'the''s position only"
+    assert not lib.check_same_word_position([0, 1], out)
+    assert not lib.check_same_word_position([float("nan"), 0], out)
+    with pytest.raises(ValueError, match="my_position"):
+        lib.check_same_word_position([0, 0, 0], out)
+    with pytest.raises(TypeError, match="output"):
+        lib.check_same_word_position([0, 0], out[0])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: lib.check_mha_parameters(v), "my_count"),
+    (lambda v: lib.check_attention_flops(v), "my_flops"),
+    (lambda v: lib.check_flops_crossover(v), "my_n"),
+    (lambda v: lib.check_previous_word(v, _hand_layer_output()), "my_features"),
+])
+@pytest.mark.parametrize("bad", ["1024", None, True, {"n": 1}])
+def test_heads_number_checkers_refuse_what_is_not_a_number(call, name, bad):
+    with pytest.raises(TypeError, match=name):
+        call(bad)

@@ -8,6 +8,12 @@
   classic slips: no scaling, d_k for √d_k, the softmax over the queries, the mask
   left out, inverted (with -inf or -1e9) or added, the weights transposed.
 
+And the numbers of the exercises on paper: `check_mha_parameters` (the layer's
+parameters, for any h), `check_attention_flops` and `check_flops_crossover` (the
+floating-point operations of its matrix products, and the n from which the n²
+term dominates), and `check_previous_word` and `check_same_word_position` (the
+hand-built two-head layer's output on "the cat sat on the mat").
+
 The references are written here with plain torch operations; the chapter shows
 that `lib.MultiHeadAttention` computes the same function.
 Tests: tests/test_checkers_heads.py.
@@ -20,9 +26,13 @@ import math
 import torch
 
 from lib.teach.checkers._dtypes import with_exact_dtype
+from lib.teach.checkers._numbers import check_number, real_number, real_vector
 from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.exercises import CheckResult, check_answer
 
-__all__ = ["check_split_heads", "check_multi_head_attention"]
+__all__ = ["check_split_heads", "check_multi_head_attention", "check_mha_parameters",
+           "check_attention_flops", "check_flops_crossover", "check_previous_word",
+           "check_same_word_position"]
 
 
 def _split(x, n_heads):
@@ -217,3 +227,118 @@ def check_multi_head_attention(multi_head_attention) -> Verdict:
                              name="multi_head_attention")
     return with_exact_dtype(verdict, multi_head_attention, _mha, cases, "multi_head_attention",
                             "return x_q's dtype")
+
+
+# ---------------------------------------------------------------------------
+# On paper: the layer's parameters and operations
+
+
+def _whole(name: str, value) -> int:
+    value = real_number(name, value)
+    if value != int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {value}")
+    return int(value)
+
+
+def check_mha_parameters(my_count, d_model: int = 768, n_heads: int = 12,
+                         compared_with: int | None = None) -> CheckResult:
+    """Chapter 4, exercise 1: the parameters of one multi-head attention layer, 4d² + 4d.
+
+    W^Q, W^K, W^V, W^O, each d_model × d_model with a bias of d_model, whatever h
+    is. ``compared_with``: the h of the learner's previous answer, whose count
+    scaled by h / compared_with is a slip.
+    """
+    d, h = _whole("d_model", d_model), _whole("n_heads", n_heads)
+    if d % h:
+        raise ValueError(f"d_model={d} is not divisible by n_heads={h}")
+    full = 4 * d * d + 4 * d
+    slips = {
+        "biases left out": (4 * d * d, "Each of the four projections has a bias of d_model."),
+        "W^O left out": (3 * d * d + 3 * d,
+                         "The heads' concatenation goes through W^O (and its bias) too."),
+        "W^O and the biases left out": (3 * d * d, "Count W^O, and a bias for each projection."),
+    }
+    if h > 1:
+        slips["a full d_model × d_model W^Q, W^K, W^V per head"] = (
+            h * 3 * (d * d + d) + d * d + d,
+            "Each head uses d_k = d_model / h columns of W^Q, W^K, W^V, not a matrix of its own.")
+        slips["one head's share"] = (full / h, "The question asks for the whole layer, all heads.")
+    if compared_with is not None and _whole("compared_with", compared_with) != h:
+        slips["the count scaled with the number of heads"] = (
+            full * h / compared_with,
+            "Does the size of W^Q depend on h, or do the heads only split its columns?")
+    return check_number(my_count, full, atol=0.5, what=f"number of parameters for h = {h}",
+                        name="my_count", slips=slips)
+
+
+def check_attention_flops(my_flops, n: int = 100, d_model: int = 512,
+                          n_heads: int = 8) -> CheckResult:
+    """Chapter 4, exercise 2: floating-point operations of one self-attention layer's products.
+
+    Four projections, 2·n·d² each, plus QKᵀ and αV, 2·n²·d each over all heads:
+    8nd² + 4n²d, as FlopCounterMode counts them (biases and softmax left out).
+    """
+    n, d, h = _whole("n", n), _whole("d_model", d_model), _whole("n_heads", n_heads)
+    if d % h:
+        raise ValueError(f"d_model={d} is not divisible by n_heads={h}")
+    proj, mix = 8 * n * d * d, 4 * n * n * d
+    slips = {
+        "multiply-adds, not operations": (
+            (proj + mix) / 2, "A multiply-add is two floating-point operations."),
+        "the projections only": (proj, "QKᵀ and αV are matrix products too."),
+        "QKᵀ and αV only": (mix, "The four projections are matrix products too."),
+        "W^O left out": (6 * n * d * d + mix, "The concatenated heads go through W^O too."),
+        "QKᵀ and αV of one head only": (
+            proj + mix / h, "Every head computes its own scores and sum: h · d_k = d_model."),
+    }
+    return check_number(my_flops, proj + mix, atol=0.5, what="number of operations",
+                        name="my_flops", slips=slips)
+
+
+def check_flops_crossover(my_n, d_model: int = 512) -> CheckResult:
+    """Chapter 4, exercise 2: the n from which 4n²d exceeds 8nd² (n > 2 d_model)."""
+    d = _whole("d_model", d_model)
+    return check_number(my_n, 2 * d, atol=1, what="length where the n² term takes over",
+                        name="my_n", slips={
+        "n = d_model: the factors 8 and 4 dropped": (
+            d, "Solve 8nd² = 4n²d for n, keeping both factors."),
+        "8 and 4 swapped": (d / 2, "The projections cost 8nd², the scores and sum 4n²d."),
+    })
+
+
+def _hand_output(output) -> torch.Tensor:
+    if not isinstance(output, torch.Tensor) or tuple(output.shape) != (1, 6, 8):
+        raise TypeError("output must be the hand-built layer's output, a (1, 6, 8) tensor")
+    return output.detach().to(torch.float64)
+
+
+def check_previous_word(my_features, output) -> CheckResult:
+    """Chapter 4, exercise 3: features 0-3 of the hand-built layer's output at "mat" (position 5).
+
+    Head 0 attends to the previous token, "the", and passes on its word part.
+    ``output``: the chapter's ``hand_out``, (1, 6, 8); the sentence's words are
+    "the" = e_0, "mat" = -e_0, "on" = e_3.
+    """
+    exact = _hand_output(output)[0, 5, :4]
+    return check_answer(real_vector("my_features", my_features, 4), exact, atol=0.05, what="features 0-3 at 'mat'", slips={
+        "the word of 'mat' itself": (
+            [-1.0, 0.0, 0.0, 0.0], "Head 0's query at position 5 points one position back."),
+        "the word two back, 'on'": (
+            [0.0, 0.0, 0.0, 1.0], "The query is rotated back by one step of 45°, not two."),
+    })
+
+
+def check_same_word_position(my_position, output) -> CheckResult:
+    """Chapter 4, exercise 3: features 4-5 of the hand-built layer's output at the second "the".
+
+    Head 1 splits the weight of position 4 evenly between the two "the"s
+    (positions 0 and 4) and passes on their position parts (cos iθ, sin iθ), θ = 45°.
+    """
+    exact = _hand_output(output)[0, 4, 4:6]
+    return check_answer(real_vector("my_position", my_position, 2), exact, atol=0.05, what="features 4-5 at the second 'the'",
+                        slips={
+        "its own position only": (
+            [-1.0, 0.0], "Both 'the's have the same word vector, so the same score."),
+        "the first 'the''s position only": (
+            [1.0, 0.0], "Position 4 scores its own key as high as position 0's."),
+    })
