@@ -5,6 +5,10 @@
 - `check_max_path_length`: the paper's Table 1 path lengths, against a brute
   force on real layers (`lib.depends_on` on stacks from `lib.conv_stack`).
 
+And the numbers of the exercises by hand: `check_window_macs` and
+`check_window_layers` (restricted self-attention), `check_birnn_path` and
+`check_birnn_steps` (a bidirectional RNN).
+
 Tests feed each checker the solution and one wrong version per named mistake
 (tests/test_checkers_complexity.py).
 """
@@ -18,10 +22,13 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from lib.model.attention import MultiHeadAttention
+from lib.teach.checkers._numbers import check_number, real_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.teach.complexity import conv_stack, depends_on
+from lib.teach.exercises import CheckResult
 
-__all__ = ["check_self_attention_macs", "check_max_path_length"]
+__all__ = ["check_self_attention_macs", "check_max_path_length", "check_window_macs",
+           "check_window_layers", "check_birnn_path", "check_birnn_steps"]
 
 
 # ---------------------------------------------------------------------------
@@ -226,3 +233,72 @@ def check_max_path_length(max_path_length) -> Verdict:
         max_path_length, _brute_force_path_length, _path_cases(), mistakes,
         name="max_path_length",
     )
+
+
+# ---------------------------------------------------------------------------
+# By hand: restricted self-attention, a bidirectional RNN
+
+
+def _size(name: str, value, least: int = 1) -> int:
+    value = real_number(name, value)
+    if value != int(value) or value < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, got {value}")
+    return int(value)
+
+
+def check_window_macs(my_macs, n: int = 1024, r: int = 32, d: int = 512) -> CheckResult:
+    """Chapter 9, exercise 1: multiply-adds of QKᵀ and AV when each query sees r keys: 2nrd."""
+    n, r, d = _size("n", n), _size("r", r), _size("d", d)
+    return check_number(my_macs, 2 * n * r * d, atol=0.5, what="number of multiply-adds",
+                        name="my_macs", slips={
+        "QKᵀ only": (n * r * d, "The weighted sum AV also costs one multiply-add per key "
+                     "and feature."),
+        "full attention, 2n²d: the window left out": (
+            2 * n * n * d, "Each query scores r keys, not all n."),
+        "the projections added": (
+            2 * n * r * d + 4 * n * d * d,
+            "The question asks for the QKᵀ and AV part only."),
+    })
+
+
+def check_window_layers(my_layers, n: int = 1024, r: int = 32) -> CheckResult:
+    """Chapter 9, exercise 1: layers of a centred window of r that connect 0 and n - 1:
+    ⌈2(n - 1)/r⌉, each layer moving information r/2 positions."""
+    n, r = _size("n", n, 2), _size("r", r, 2)
+    exact = -(-2 * (n - 1) // r)
+    return check_number(my_layers, exact, atol=0.5, what="number of layers",
+                        name="my_layers", slips={
+        "a reach of r per layer, not r/2": (
+            -(-(n - 1) // r), "A centred window of r positions reaches how far to one side?"),
+        "one layer, as in full attention": (
+            1, "Position n - 1 is outside the window of position 0."),
+        "one position per layer": (n - 1, "Each layer moves information by more than one "
+                                   "position: how many?"),
+    })
+
+
+def check_birnn_path(my_path, n: int = 1024) -> CheckResult:
+    """Chapter 9, exercise 3: the maximum path length of a bidirectional RNN, n - 1 steps."""
+    n = _size("n", n, 2)
+    return check_number(my_path, n - 1, atol=0.5, what="maximum path length",
+                        name="my_path", slips={
+        "the two directions meeting in the middle": (
+            math.ceil((n - 1) / 2), "Does information travel through both recurrences at once? "
+            "Each runs alone from one end to the other."),
+        "one step: both directions see everything": (
+            1, "A recurrence reaches position n - 1 from 0 one step at a time."),
+        "n steps: one too many": (n, "How many steps lie between position 0 and position n - 1?"),
+    })
+
+
+def check_birnn_steps(my_steps, n: int = 1024) -> CheckResult:
+    """Chapter 9, exercise 3: sequential operations of a bidirectional RNN, n (both directions
+    run side by side)."""
+    n = _size("n", n, 2)
+    return check_number(my_steps, n, atol=0.5, what="number of sequential operations",
+                        name="my_steps", slips={
+        "2n: the directions one after the other": (
+            2 * n, "The two recurrences do not depend on each other: can they run side by side?"),
+        "n/2": (n / 2, "Each recurrence takes all n steps in order."),
+        "1, as in self-attention": (1, "Step t of a recurrence needs step t - 1."),
+    })
