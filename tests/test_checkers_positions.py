@@ -210,3 +210,136 @@ def test_wrong_float_dtype_is_named():
     assert not verdict and verdict.mistake == WRONG_DTYPE and "float32" in verdict.message
     verdict = lib.check_apply_rope(lambda x: rope(x).float())
     assert not verdict and verdict.mistake == WRONG_DTYPE and "float64" in verdict.message
+
+
+# --- on paper: a row of the table and the wavelengths (numbers) ----------------------
+
+
+def test_pe_row_checker():
+    # the reference: torch's own sin and cos of position * 10000^(-2i/d), pairs interleaved
+    omega = 10000.0 ** (-torch.arange(0, 4, 2, dtype=torch.float64) / 4)  # (1, 1/100)
+    angles = 2 * omega
+    exact = torch.stack([angles.sin(), angles.cos()], -1).flatten()
+    assert torch.allclose(exact, torch.tensor([0.9093, -0.4161, 0.0200, 0.9998],
+                                              dtype=torch.float64), atol=1e-4)
+    assert lib.check_pe_row(exact.tolist()) and lib.check_pe_row([0.9093, -0.4161, 0.02, 0.9998])
+    swapped = torch.stack([angles.cos(), angles.sin()], -1).flatten()
+    degrees = torch.deg2rad(angles)
+    in_degrees = torch.stack([degrees.sin(), degrees.cos()], -1).flatten()
+    pair_index = 2 * 10000.0 ** (-torch.arange(2, dtype=torch.float64) / 4)  # 10000^(-i/d)
+    own_index = 2 * 10000.0 ** (-torch.arange(4, dtype=torch.float64) / 4)  # 10000^(-j/d)
+    slips = {
+        "sin and cos swapped": swapped,
+        "the angle read in degrees": in_degrees,
+        "the pair index i in the exponent, not 2i":
+            torch.stack([pair_index.sin(), pair_index.cos()], -1).flatten(),
+        "each dimension's own index in the exponent":
+            torch.where(torch.arange(4) % 2 == 0, own_index.sin(), own_index.cos()),
+    }
+    for name, row in slips.items():
+        verdict = lib.check_pe_row(row.tolist())
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    wrong = lib.check_pe_row([0.9093, -0.4161, 0.5, 0.5])
+    assert not wrong and wrong.slip is None
+    assert not lib.check_pe_row([float("nan"), -0.4161, 0.02, 0.9998])
+    with pytest.raises(ValueError, match="my_row"):
+        lib.check_pe_row([0.9093, -0.4161])
+    for bad in ("0.9093", None, 0.9093, [0.9, "x", 0.0, 1.0], [True, 0, 0, 1]):
+        with pytest.raises(TypeError, match="my_row"):
+            lib.check_pe_row(bad)
+
+
+def _wavelengths(d_model):
+    """2π/ω_i of every pair, from the table's own frequencies (lib's sinusoidal table, brute force)."""
+    table = lib.sinusoidal_positional_encoding(2, d_model).double()
+    omega = torch.asin(table[1, 0::2].clamp(-1, 1))  # PE(1, 2i) = sin(ω_i), ω_i <= 1
+    return 2 * math.pi / omega
+
+
+def test_wavelength_checkers():
+    waves = _wavelengths(64)
+    shortest, longest = float(waves.min()), float(waves.max())
+    ratio = float((waves[1:] / waves[:-1]).mean())
+    assert abs(shortest - 6.2832) < 1e-3 and abs(longest / 47_117 - 1) < 1e-3
+    assert lib.check_shortest_wavelength(6.283) and lib.check_shortest_wavelength(shortest)
+    assert lib.check_longest_wavelength(47_117) and lib.check_wavelength_ratio(1.3335)
+    assert lib.check_wavelength_ratio(ratio)
+    cases = [
+        (lib.check_shortest_wavelength, 1.0, "the frequency ω_0, not the wavelength"),
+        (lib.check_shortest_wavelength, math.pi, "half a period, π"),
+        (lib.check_longest_wavelength, 2 * math.pi * 10000,
+         "2π · 10000: a pair d_model/2 that does not exist"),
+        (lib.check_longest_wavelength, longest / (2 * math.pi), "2π left out"),
+        (lib.check_wavelength_ratio, math.sqrt(ratio),
+         "10000^(1/d_model): one dimension, not one pair"),
+        (lib.check_wavelength_ratio, 1 / ratio, "the frequencies' ratio (upside down)"),
+    ]
+    for checker, value, name in cases:
+        verdict = checker(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    for checker, value in ((lib.check_shortest_wavelength, 7.0),
+                           (lib.check_longest_wavelength, 40_000),
+                           (lib.check_wavelength_ratio, 1.5)):
+        assert not checker(value) and checker(value).slip is None
+        assert not checker(float("nan"))
+        for bad in ("6.283", None, True, [6.283]):
+            with pytest.raises(TypeError, match="my_"):
+                checker(bad)
+    with pytest.raises(ValueError, match="d_model"):
+        lib.check_wavelength_ratio(1.3, d_model=7)
+
+
+# --- predict first: past the training length -------------------------------------------
+
+
+class _Run:
+    """A stand-in for lib's PatternRun: accuracy at position 16, past 15, share of pattern tokens."""
+
+    def __init__(self, at16, past, in_pattern):
+        self.correct = torch.full((63,), float(past))
+        self.correct[15] = at16
+        self._in_pattern = in_pattern
+
+    def accuracy(self, first, stop=None):
+        return float(self.correct[first:stop].mean())
+
+    def in_pattern_share(self):
+        return self._in_pattern
+
+
+def _runs(sin_at16=(0.07, 0.07), learned_at16=(0.88, 0.40), past=0.3, in_pattern=0.98):
+    runs = {}
+    for seed in (0, 1):
+        runs["sinusoidal", seed] = _Run(sin_at16[seed], past, in_pattern)
+        runs["learned", seed] = _Run(learned_at16[seed], past, in_pattern)
+    return runs
+
+
+def test_extrapolation_outcome():
+    stored = {"better at position 16": "learned", "gets the rule right past 15": "neither",
+              "predicts instead": "tokens of the pattern"}
+    assert lib.extrapolation_outcome(_runs()) == stored
+    mixed = lib.extrapolation_outcome(_runs(sin_at16=(0.9, 0.1), learned_at16=(0.5, 0.5)))
+    assert mixed["better at position 16"] == "mixed"
+    both = lib.extrapolation_outcome(_runs(past=0.95))
+    assert both["gets the rule right past 15"] == "both"
+    assert lib.extrapolation_outcome(_runs(in_pattern=0.1))["predicts instead"] == "random tokens"
+    with pytest.raises(ValueError, match="same seeds"):
+        lib.extrapolation_outcome({("sinusoidal", 0): _Run(0.1, 0.3, 0.9)})
+    with pytest.raises(TypeError, match="runs"):
+        lib.extrapolation_outcome([])
+
+
+def test_extrapolation_prediction_checker():
+    outcome = lib.extrapolation_outcome(_runs())
+    blank = dict.fromkeys(lib.EXTRAPOLATION_QUESTIONS, "?")
+    verdict = lib.check_extrapolation_prediction(blank, outcome)
+    assert not verdict and "not filled in" in verdict.message
+    assert lib.check_extrapolation_prediction(dict(outcome), outcome)
+    hopeful = dict(outcome, **{"better at position 16": "sinusoidal"})
+    verdict = lib.check_extrapolation_prediction(hopeful, outcome)
+    assert not verdict and "1 of 3" in verdict.message
+    with pytest.raises(ValueError, match="keys"):
+        lib.check_extrapolation_prediction({"better": "learned"}, outcome)
+    with pytest.raises(TypeError, match="my_prediction"):
+        lib.check_extrapolation_prediction("learned", outcome)

@@ -3,17 +3,30 @@
 Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
 the most likely mistake by name. Tests feed each checker the solution and one
 wrong version per named mistake (tests/test_checkers_positions.py).
+
+And the numbers and the prediction the chapter asks for on paper:
+`check_pe_row` (exercise 3, one row of the table by hand),
+`check_shortest_wavelength`, `check_longest_wavelength` and
+`check_wavelength_ratio` (exercise 4), and `check_extrapolation_prediction`
+against `extrapolation_outcome` (the "predict first" before the experiment past
+the training length).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
 from lib.model.layers import sinusoidal_positional_encoding
 from lib.teach.checkers._dtypes import with_exact_dtype
+from lib.teach.checkers._numbers import check_number, real_number, real_vector
 from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, check_function
+from lib.teach.exercises import CheckResult, check_answer
 
-__all__ = ["check_sinusoidal_table", "check_apply_rope"]
+__all__ = ["check_sinusoidal_table", "check_apply_rope", "check_pe_row",
+           "check_shortest_wavelength", "check_longest_wavelength", "check_wavelength_ratio",
+           "extrapolation_outcome", "check_extrapolation_prediction", "EXTRAPOLATION_QUESTIONS"]
 
 # (length, d_model): several widths, never d_model = 2 (one pair hides the layout mistakes).
 _TABLE_SIZES = ((5, 4), (12, 8), (30, 6), (50, 16), (3, 64))
@@ -296,3 +309,154 @@ def _right_to_float32_only(fn, cases: list[Case]) -> bool:
         if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
             return False
     return True
+
+
+# ---------------------------------------------------------------------------
+# On paper: a row of the table, the wavelengths
+
+
+def _even_width(d_model) -> int:
+    d = real_number("d_model", d_model)
+    if d != int(d) or d < 2 or int(d) % 2:
+        raise ValueError(f"d_model must be an even whole number >= 2, got {d_model}")
+    return int(d)
+
+
+def _pe_row(position: float, d_model: int, rate=lambda i, d: 10000.0 ** (-2 * i / d),
+            degrees: bool = False, swapped: bool = False) -> list[float]:
+    """[sin, cos] of position · rate(i) for each pair i, written out with math (not lib)."""
+    row = []
+    for i in range(d_model // 2):
+        angle = position * rate(i, d_model)
+        angle = math.radians(angle) if degrees else angle
+        pair = [math.cos(angle), math.sin(angle)] if swapped else [math.sin(angle), math.cos(angle)]
+        row += pair
+    return row
+
+
+def check_pe_row(my_row, position: int = 2, d_model: int = 4) -> CheckResult:
+    """Chapter 6, exercise 3: PE(pos, 0 ... d_model-1) by hand, to four decimals.
+
+    PE(pos, 2i) = sin(pos · 10000^(-2i/d_model)), PE(pos, 2i+1) = cos(the same angle).
+    """
+    d = _even_width(d_model)
+    answer = real_vector("my_row", my_row, d)
+    odd_own = lambda j, dd: 10000.0 ** (-j / dd)  # noqa: E731  each dimension its own index
+    odd_row = [math.sin(position * odd_own(j, d)) if j % 2 == 0 else
+               math.cos(position * odd_own(j, d)) for j in range(d)]
+    return check_answer(answer, _pe_row(position, d), atol=1e-3, what="row of PE", slips={
+        "sin and cos swapped": (
+            _pe_row(position, d, swapped=True),
+            "Even dimensions (0, 2, ...) take the sine, odd ones the cosine."),
+        "the angle read in degrees": (
+            _pe_row(position, d, degrees=True), "The angle is in radians: sin(2), not sin(2°)."),
+        "the pair index i in the exponent, not 2i": (
+            _pe_row(position, d, rate=lambda i, dd: 10000.0 ** (-i / dd)),
+            "The exponent is 2i / d_model for pair i: what is it for dimensions 2 and 3?"),
+        "each dimension's own index in the exponent": (
+            odd_row,
+            "Dimensions 2i and 2i + 1 share one angle: is the cosine's angle the sine's?"),
+    })
+
+
+def check_shortest_wavelength(my_wavelength, d_model: int = 64) -> CheckResult:
+    """Chapter 6, exercise 4: the shortest wavelength, 2π (pair 0, ω_0 = 1)."""
+    _even_width(d_model)
+    return check_number(my_wavelength, 2 * math.pi, atol=5e-3, what="shortest wavelength",
+                        name="my_wavelength", slips={
+        "the frequency ω_0, not the wavelength": (
+            1.0, "A wavelength is the distance 2π / ω over which the sine repeats."),
+        "half a period, π": (math.pi, "sin repeats after 2π, not π."),
+    })
+
+
+def check_longest_wavelength(my_wavelength, d_model: int = 64) -> CheckResult:
+    """Chapter 6, exercise 4: the longest wavelength, 2π · 10000^((d_model - 2)/d_model)."""
+    d = _even_width(d_model)
+    exact = 2 * math.pi * 10000 ** ((d - 2) / d)
+    return check_number(my_wavelength, exact, atol=1.0, what="longest wavelength",
+                        name="my_wavelength", slips={
+        "2π · 10000: a pair d_model/2 that does not exist": (
+            2 * math.pi * 10000, "The last pair is i = d_model/2 - 1: what is its 2i / d_model?"),
+        "2π left out": (10000 ** ((d - 2) / d), "A wavelength is 2π / ω."),
+    })
+
+
+def check_wavelength_ratio(my_ratio, d_model: int = 64) -> CheckResult:
+    """Chapter 6, exercise 4: the ratio of neighbouring wavelengths, 10000^(2/d_model)."""
+    d = _even_width(d_model)
+    exact = 10000 ** (2 / d)
+    return check_number(my_ratio, exact, atol=5e-4, what="ratio of neighbouring wavelengths",
+                        name="my_ratio", slips={
+        "10000^(1/d_model): one dimension, not one pair": (
+            10000 ** (1 / d), "Neighbouring wavelengths belong to pairs i and i + 1."),
+        "the frequencies' ratio (upside down)": (
+            1 / exact, "The longer wavelength over the shorter is above 1."),
+    })
+
+
+# ---------------------------------------------------------------------------
+# Predict first: the models past the training length
+
+EXTRAPOLATION_QUESTIONS = {
+    "better at position 16": ("sinusoidal", "learned"),
+    "gets the rule right past 15": ("sinusoidal", "learned", "both", "neither"),
+    "predicts instead": ("random tokens", "tokens of the pattern"),
+}
+
+
+def extrapolation_outcome(runs: dict, right_above: float = 0.9) -> dict:
+    """What the runs of chapter 6's experiment did, as answers to `EXTRAPOLATION_QUESTIONS`.
+
+    ``runs``: {(positional, seed): PatternRun} for "sinusoidal" and "learned" on the
+    same seeds. An answer holds on every seed, or the question's answer is
+    "mixed": better at position 16 (``correct[15]``); the rule right past 15
+    (accuracy over positions 16 on above ``right_above``); what the predictions
+    past 15 are (more than half, or at most half, tokens of the pattern).
+    """
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a dict {(positional, seed): PatternRun}")
+    seeds = sorted({seed for _, seed in runs})
+    if set(runs) != {(p, s) for p in ("sinusoidal", "learned") for s in seeds}:
+        raise ValueError("runs must hold 'sinusoidal' and 'learned' for the same seeds")
+
+    def every(test) -> bool:
+        return all(test(seed) for seed in seeds)
+
+    at16 = {key: float(run.correct[15]) for key, run in runs.items()}
+    if every(lambda s: at16["learned", s] > at16["sinusoidal", s]):
+        better = "learned"
+    elif every(lambda s: at16["sinusoidal", s] > at16["learned", s]):
+        better = "sinusoidal"
+    else:
+        better = "mixed"
+    right = [p for p in ("sinusoidal", "learned")
+             if every(lambda s: runs[p, s].accuracy(16) > right_above)]
+    rule = {0: "neither", 2: "both"}.get(len(right), right[0] if right else "neither")
+    shares = [run.in_pattern_share() for run in runs.values()]
+    instead = ("tokens of the pattern" if min(shares) > 0.5 else
+               "random tokens" if max(shares) <= 0.5 else "mixed")
+    return {"better at position 16": better, "gets the rule right past 15": rule,
+            "predicts instead": instead}
+
+
+def check_extrapolation_prediction(my_prediction: dict, outcome: dict) -> Verdict:
+    """Chapter 6, prediction: the learner's answers to `EXTRAPOLATION_QUESTIONS`, against
+    what the runs did (`extrapolation_outcome`)."""
+    if not isinstance(my_prediction, dict):
+        raise TypeError(f"my_prediction must be a dict, got {type(my_prediction).__name__}")
+    if set(my_prediction) != set(EXTRAPOLATION_QUESTIONS):
+        raise ValueError(f"my_prediction must have the keys {list(EXTRAPOLATION_QUESTIONS)}")
+    missing = [q for q, options in EXTRAPOLATION_QUESTIONS.items()
+               if my_prediction[q] not in options]
+    if missing:
+        return Verdict(False, "✗ prediction: not filled in yet. Answer "
+                       + "; ".join(f"{q!r} with one of {EXTRAPOLATION_QUESTIONS[q]}"
+                                   for q in missing) + ".")
+    lines = [f"  {q:28s} you: {my_prediction[q]:22s} runs: {outcome[q]}"
+             for q in EXTRAPOLATION_QUESTIONS]
+    wrong = [q for q in EXTRAPOLATION_QUESTIONS if my_prediction[q] != outcome[q]]
+    if not wrong:
+        return Verdict(True, "✓ all three predictions match the runs.\n" + "\n".join(lines))
+    return Verdict(False, f"✗ {len(wrong)} of 3 predictions differ from the runs.\n"
+                   + "\n".join(lines))
