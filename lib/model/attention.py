@@ -85,8 +85,10 @@ def scaled_dot_product_attention(
     are the dropped-out ones, whose rows no longer sum to 1), whatever the mode
     of the calling module: this function has no train/eval mode. The paper describes
     dropout only on each sub-layer's output and on the embedding + position
-    sums; dropping the attention weights is tensor2tensor's and the Annotated
-    Transformer's practice (and ``nn.MultiheadAttention``'s), which `lib` follows.
+    sums. Dropping the attention weights too is what ``nn.MultiheadAttention``,
+    the Annotated Transformer and tensor2tensor's later defaults
+    (``transformer_base_v2``) do, and `lib` follows them; tensor2tensor's
+    ``transformer_base_v1``, the paper's setting, does not.
     """
     check_qkv(q, k, v)
     dropout_p = require_probability("dropout_p", dropout_p)
@@ -230,7 +232,7 @@ class MultiHeadAttention(nn.Module):
         """query (B, m, d_model), key and value (B, n, d_model) -> (B, m, d_model).
 
         mask: bool, broadcastable to (B, h, m, n); True = may attend.
-        cache: an optional `lib.AttentionCache` (chapter 10). The new keys and values
+        cache: an optional `lib.AttentionCache` (chapter 11). The new keys and values
         are appended to it and the queries attend over all cached ones (n = cached +
         new; the mask then covers them all); a filled static cache (cross-attention)
         is reused without projecting key and value again.

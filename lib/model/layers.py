@@ -57,8 +57,10 @@ class PositionwiseFeedForward(nn.Module):
     ``linear1`` is (d_model -> d_ff), ``linear2`` is (d_ff -> d_model); the
     paper's base model uses d_ff = 4 d_model = 2048. Dropout, when asked for,
     sits after the ReLU. The paper drops only the sub-layer's *output* (which
-    the surrounding layer does); dropping the hidden activations too is
-    tensor2tensor's practice, and where ``nn.TransformerEncoderLayer`` puts it.
+    the surrounding layer does). Dropping the hidden activations too, after the
+    ReLU, is what ``nn.TransformerEncoderLayer``, the Annotated Transformer and
+    tensor2tensor's later defaults (``transformer_base_v2``) do;
+    tensor2tensor's ``transformer_base_v1``, the paper's setting, does not.
 
     ``activation`` replaces the ReLU (the paper's, the default) for the model
     families that use another: "gelu" (BERT), "gelu_tanh" (GPT-2), "silu" (Marian).
