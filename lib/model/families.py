@@ -153,7 +153,7 @@ class DecoderOnlyModel(_TokenStack):
     def forward(self, tokens: torch.Tensor, pad_id: int | None = None, *, cache=None) -> torch.Tensor:
         """tokens (B, L) -> logits (B, L, vocab_size), causally masked (and padding-masked if ``pad_id``).
 
-        cache: an optional `lib.KVCache(n_layers)` (chapter 10). ``tokens`` then holds
+        cache: an optional `lib.KVCache(n_layers)` (chapter 11). ``tokens`` then holds
         only the new tokens, at positions cache.length onwards; their keys and values
         join the cache, and each new token attends to every cached one and to itself
         and the new ones before it.

@@ -108,7 +108,7 @@ def _make_positional(positional: str, d_model: int, max_len: int, dropout: float
 
 def add_positions(pos: nn.Module, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
     """``pos(x)`` for embeddings x (B, L, d_model) that sit at positions offset..offset+L-1
-    (a decoder fed one new token at a time with a KV cache, chapter 10)."""
+    (a decoder fed one new token at a time with a KV cache, chapter 11)."""
     if offset == 0:
         return pos(x)
     _check_offset(offset, x.shape[1], pos.max_len)
@@ -185,7 +185,7 @@ class EncoderLayer(nn.Module):
         """x (B, n, d_model) -> (B, n, d_model); mask broadcastable to (B, h, n, n).
 
         cache: an optional `lib.AttentionCache` for the self-attention (a decoder-only
-        model generating token by token, chapter 10); the mask then spans the cached keys too.
+        model generating token by token, chapter 11); the mask then spans the cached keys too.
         """
         _check_layer_input("x", x, self)
         # Hook points (chapter 16) are called only while a hook is attached to one of them.
@@ -245,7 +245,7 @@ class DecoderLayer(nn.Module):
         memory_mask broadcastable to (B, h, m, n) (padding of the source).
         Both are keyword-only: two bool masks passed in the wrong order would
         broadcast without complaint. ``self_cache`` and ``cross_cache``: optional
-        `lib.AttentionCache`s for incremental decoding (chapter 10).
+        `lib.AttentionCache`s for incremental decoding (chapter 11).
         """
         _check_layer_input("x", x, self)
         _check_layer_input("memory", memory, self)
@@ -386,7 +386,7 @@ class Transformer(nn.Module):
         tgt_mask broadcastable to (B, h, m, m); src_mask broadcastable to (B, h, m, n)
         (a `padding_mask` of the source, (B, 1, 1, n), fits both encoder and decoder).
 
-        cache: an optional `lib.KVCache(n_layers, cross_attention=True)` (chapter 10).
+        cache: an optional `lib.KVCache(n_layers, cross_attention=True)` (chapter 11).
         ``tgt`` then holds only the tokens not yet seen, at positions cache.length
         onwards, and tgt_mask (if given) covers all cached + new keys: (B, h, m, cached + m).
         """

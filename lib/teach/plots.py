@@ -1,4 +1,4 @@
-"""Plots the chapters share: annotated heatmaps of scores and weights (chapter 2 on)."""
+"""Plots the chapters share: annotated heatmaps of scores and weights (chapter 1 on)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def plot_heatmap(
     annotate: bool = True,
     fmt: str = "{:.2f}",
 ):
-    """Draw a matrix as an annotated heatmap on `ax`; returns the image (chapter 2).
+    """Draw a matrix as an annotated heatmap on `ax`; returns the image (chapter 1 on).
 
     matrix: a 2-D tensor, array or list of lists; NaN or None entries (masked
     scores) are drawn blank and annotated "–". Rows are labelled

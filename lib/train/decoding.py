@@ -13,7 +13,7 @@ BOS, each row ending at its EOS and padded with ``pad_id`` after it.
 
 By default both re-run the decoder on the whole prefix at every step, so
 producing L tokens costs O(L²) decoder work per sequence. ``greedy_decode(...,
-use_cache=True)`` keeps a *KV cache* instead (`lib.KVCache`, chapter 10): the
+use_cache=True)`` keeps a *KV cache* instead (`lib.KVCache`, chapter 11): the
 keys and values of the prefix are computed once and each step runs the decoder
 on the new token only, O(L) in all, with the same output tokens.
 """
@@ -110,7 +110,7 @@ def greedy_decode(
     A row that never produced EOS within ``max_len`` tokens is returned cut at
     ``max_len`` (it has no EOS: check with ``(out == eos_id).any(dim=1)``).
 
-    ``use_cache=True`` (a `lib.Transformer`, chapter 10) feeds the decoder one new
+    ``use_cache=True`` (a `lib.Transformer`; the cache is chapter 11's) feeds the decoder one new
     token per step and keeps the keys and values of the earlier ones in a
     `lib.KVCache`; the tokens are the same as without it. ``max_len`` must then
     fit the model's positional table (``model.config.max_len``).

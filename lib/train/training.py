@@ -1,9 +1,10 @@
 """Training helpers: the paper's learning-rate schedule, label smoothing and the training loop.
 
-Introduced in chapter 8 (training). Chapter 10 generalises the loop to the other two
-model families: a batch may carry its own loss (`LMBatch` for a decoder-only language
-model, `MaskedLMBatch` for an encoder-only one), or `train_step`/`fit` take a
-``loss_fn(model, batch)``; a `lib.Batch` keeps the encoder-decoder default.
+Introduced in chapter 8 (training). The loop also trains the other two model
+families: a batch may carry its own loss (`LMBatch` for a decoder-only language
+model, which chapter 11 trains; `MaskedLMBatch` for an encoder-only one, which no
+chapter trains), or `train_step`/`fit` take a ``loss_fn(model, batch)``; a
+`lib.Batch` keeps the encoder-decoder default.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def train_step(
     The loss is, in this order of precedence:
     - ``loss_fn(model, batch)`` when given (any model family, any batch);
     - ``batch.loss(model)`` when the batch has its own loss (`LMBatch`,
-      `MaskedLMBatch`: chapter 10);
+      `MaskedLMBatch`: chapter 11 trains with `LMBatch`);
     - otherwise teacher forcing on a `lib.Batch` for an encoder-decoder: the
       model reads ``batch.tgt_in`` (BOS + target) and is scored with
       `label_smoothed_nll` on ``batch.tgt_out`` (target + EOS), PAD positions
@@ -250,7 +251,7 @@ def fit(
 
 
 # ---------------------------------------------------------------------------
-# Language models (chapter 10): decoder-only and encoder-only batches and losses.
+# Language models (chapter 11): decoder-only and encoder-only batches and losses.
 # ---------------------------------------------------------------------------
 
 
