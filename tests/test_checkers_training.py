@@ -399,3 +399,114 @@ def test_train_step_checker_refuses_a_step_without_an_update_or_a_nan():
 def test_every_new_named_mistake_is_tested():
     assert mistake_names(lib.check_greedy_decode, GREEDY_WRONG) == set(GREEDY_WRONG)
     assert mistake_names(lib.check_train_step, STEP_WRONG) == set(STEP_WRONG)
+
+
+# --- the questions' numbers: a longer warm-up, the smoothed loss's floor and optimum ---------
+
+
+def test_peak_checkers():
+    # the peaks read off the schedule itself, step by step (noam_ok above, written here)
+    old = max(noam_ok(s, 512, 4000) for s in range(1, 20_001))
+    new_curve = [noam_ok(s, 512, 8000) for s in range(1, 20_001)]
+    new = max(new_curve)
+    step = new_curve.index(new) + 1
+    assert step == 8000 and abs(new - 4.94e-4) < 5e-7
+    assert lib.check_peak_ratio(new / old) and lib.check_peak_ratio(0.7071)
+    assert lib.check_peak_step(step)
+    for value, name in ((old / new, "old over new (upside down)"),
+                        ((new / old) ** 2, "warmup^(-1) instead of warmup^(-0.5)"),
+                        (2.0, "the peak grows with the warm-up")):
+        verdict = lib.check_peak_ratio(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert lib.check_peak_step(4000).slip == "the old warm-up's end"
+    assert not lib.check_peak_ratio(0.8) and lib.check_peak_ratio(0.8).slip is None
+    assert not lib.check_peak_step(6000) and lib.check_peak_step(6000).slip is None
+    assert not lib.check_peak_ratio(float("nan")) and not lib.check_peak_step(float("nan"))
+
+
+def _entropy(q):
+    return float(-(q * q.log()).sum())
+
+
+def _fitted_floor(smoothing, vocab_size, over=None, steps=3000):
+    """The smallest loss and the best confidence, found by fitting free logits with Adam.
+
+    ``over``: spread ε over the first `over` classes only (the true class, 0, among them).
+    """
+    k = vocab_size if over is None else over
+    target = torch.zeros(vocab_size, dtype=torch.float64)
+    target[:k] = smoothing / k
+    target[0] += 1 - smoothing
+    logits = torch.zeros(vocab_size, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([logits], lr=0.05)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = -(target * torch.log_softmax(logits, -1)).sum()
+        loss.backward()
+        opt.step()
+    return float(loss.detach()), float(torch.softmax(logits.detach(), -1)[0])
+
+
+def test_smoothed_floor_checker():
+    loss, _ = _fitted_floor(0.1, 42)
+    q = torch.full((42,), 0.1 / 42, dtype=torch.float64)
+    q[0] += 0.9
+    assert abs(loss - _entropy(q)) < 1e-6 and abs(loss - 0.682) < 5e-4
+    assert lib.check_smoothed_floor(loss) and lib.check_smoothed_floor(0.682)
+    spread = torch.full((42,), 0.1 / 41, dtype=torch.float64)
+    spread[0] = 0.9
+    slips = {
+        "0: no floor": 0.0,
+        "the true class's term only": -math.log(float(q[0])),
+        "-ln(1 - ε): the true class only, ε/|V| left out": -math.log(0.9),
+        "bits instead of nats": float(-(q * q.log2()).sum()),
+        "ε spread over |V| - 1 classes": _entropy(spread),
+    }
+    for name, value in slips.items():
+        verdict = lib.check_smoothed_floor(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert not lib.check_smoothed_floor(0.5) and lib.check_smoothed_floor(0.5).slip is None
+    assert not lib.check_smoothed_floor(float("nan"))
+
+
+def _best_confidence(smoothing, vocab_size, over):
+    """The true class's probability that minimises -Σ target log p, ε spread over `over` classes.
+
+    The minimiser is the target itself (Gibbs' inequality); checked here on 200 random
+    distributions near it, none of which does better.
+    """
+    target = torch.zeros(vocab_size, dtype=torch.float64)
+    target[:over] = smoothing / over
+    target[0] += 1 - smoothing
+    loss = lambda p: float(-(target * p.log()).sum())  # noqa: E731
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        p = (target + 1e-12).log() + 0.05 * torch.randn(vocab_size, generator=g, dtype=torch.float64)
+        assert loss(torch.softmax(p, -1)) > loss(target + 1e-300)
+    return float(target[0])
+
+
+def test_smoothed_confidence_checker():
+    confidence = _best_confidence(0.1, 42, 40)
+    assert abs(confidence - 0.9025) < 1e-12
+    assert lib.check_smoothed_confidence(0.9025) and lib.check_smoothed_confidence(confidence)
+    _, fitted = _fitted_floor(0.1, 42)  # our own loss, by fitting free logits
+    assert abs(fitted - _best_confidence(0.1, 42, 42)) < 1e-6
+    for value, name in ((fitted, "ε spread over all |V|"), (0.9, "1 - ε"),
+                        (_best_confidence(0.1, 42, 41), "ε spread over |V| - 1")):
+        verdict = lib.check_smoothed_confidence(round(value, 6))
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert not lib.check_smoothed_confidence(0.95)
+    assert lib.check_smoothed_confidence(0.95).slip is None
+    assert not lib.check_smoothed_confidence(float("nan"))
+    with pytest.raises(ValueError, match="smoothing"):
+        lib.check_smoothed_confidence(0.9, smoothing=1.5)
+
+
+@pytest.mark.parametrize("checker, name", [
+    (lib.check_peak_ratio, "my_ratio"), (lib.check_peak_step, "my_step"),
+    (lib.check_smoothed_floor, "my_floor"), (lib.check_smoothed_confidence, "my_confidence")])
+@pytest.mark.parametrize("bad", ["0.682", None, True, [0.682]])
+def test_question_checkers_refuse_what_is_not_a_number(checker, name, bad):
+    with pytest.raises(TypeError, match=name):
+        checker(bad)

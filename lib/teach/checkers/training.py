@@ -3,21 +3,31 @@
 Each `check_*` takes the learner's function and returns a `Verdict`: pass, or
 the most likely mistake by name. Tests feed each checker the solution and one
 wrong version per named mistake (tests/test_checkers_training.py).
+
+And the numbers of the chapter's questions: `check_peak_ratio` and
+`check_peak_step` (a longer warm-up), `check_smoothed_floor` (the smallest
+label-smoothed loss per token) and `check_smoothed_confidence` (the optimal
+confidence when ε is spread over fewer classes).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from lib.teach.checkers._numbers import check_number, real_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.exercises import CheckResult
 from lib.train.training import noam_lr as _noam_lr
 
 __all__ = [
     "check_noam_lr", "check_label_smoothed_loss", "check_beam_step",
     "check_warmup_prediction", "warmup_outcome", "WARMUP_SETTINGS",
-    "check_greedy_decode", "check_train_step",
+    "check_greedy_decode", "check_train_step", "check_peak_ratio", "check_peak_step",
+    "check_smoothed_floor", "check_smoothed_confidence",
 ]
 
 
@@ -684,3 +694,92 @@ def check_train_step(train_step) -> Verdict:
         _run_steps(train_step), _run_steps(_reference_step), _train_step_cases(), mistakes,
         name="train_step",
     )
+
+
+# ---------------------------------------------------------------------------
+# The questions' numbers
+# ---------------------------------------------------------------------------
+
+
+def _positive_int(name: str, value) -> int:
+    value = real_number(name, value)
+    if value != int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {value}")
+    return int(value)
+
+
+def _smoothing(smoothing, vocab_size, over=None) -> tuple[float, int, int]:
+    eps = real_number("smoothing", smoothing)
+    v = _positive_int("vocab_size", vocab_size)
+    k = v if over is None else _positive_int("over", over)
+    if not 0 < eps < 1 or not 2 <= k <= v:
+        raise ValueError(f"need 0 < smoothing < 1 and 2 <= over <= vocab_size, got {smoothing}, "
+                         f"{over}, {vocab_size}")
+    return eps, v, k
+
+
+def check_peak_ratio(my_ratio, warmup: int = 4000, new_warmup: int = 8000) -> CheckResult:
+    """Chapter 8, question 6: the new peak over the old, (new_warmup / warmup)^(-1/2).
+
+    The peak is d_model^(-0.5) · warmup^(-0.5), reached at step = warmup.
+    """
+    w, w2 = _positive_int("warmup", warmup), _positive_int("new_warmup", new_warmup)
+    exact = math.sqrt(w / w2)
+    return check_number(my_ratio, exact, atol=5e-4, what="new peak over the old",
+                        name="my_ratio", slips={
+        "old over new (upside down)": (
+            1 / exact, "Is the new peak higher or lower than the old one?"),
+        "warmup^(-1) instead of warmup^(-0.5)": (
+            w / w2, "At step = warmup, step · warmup^(-1.5) is warmup to which power?"),
+        "the peak grows with the warm-up": (
+            w2 / w, "A longer ramp at the same slope? Look at the rising term's slope."),
+    })
+
+
+def check_peak_step(my_step, warmup: int = 4000, new_warmup: int = 8000) -> CheckResult:
+    """Chapter 8, question 6: the step of the new peak, the end of the new warm-up."""
+    w, w2 = _positive_int("warmup", warmup), _positive_int("new_warmup", new_warmup)
+    return check_number(my_step, w2, atol=0.5, what="step of the new peak", name="my_step",
+                        slips={
+        "the old warm-up's end": (w, "Where do the rising and the falling terms meet now?"),
+    })
+
+
+def check_smoothed_floor(my_floor, smoothing: float = 0.1, vocab_size: int = 42) -> CheckResult:
+    """Chapter 8, question 7: the smallest label-smoothed loss per token, in nats.
+
+    It is H(q), the entropy of the target q = (1 - ε) one-hot + ε/|V| everywhere,
+    reached when the prediction p equals q.
+    """
+    eps, v, _ = _smoothing(smoothing, vocab_size)
+    top, rest = 1 - eps + eps / v, eps / v
+    floor = -(top * math.log(top) + (v - 1) * rest * math.log(rest))
+    spread = -((1 - eps) * math.log(1 - eps) + eps * math.log(eps / (v - 1)))
+    return check_number(my_floor, floor, atol=1e-3, what="smallest loss per token",
+                        name="my_floor", slips={
+        "0: no floor": (0.0, "Can a prediction make every term of -Σ q log p vanish when q "
+                        "itself is not one-hot?"),
+        "the true class's term only": (
+            -math.log(top), "The other |V| - 1 classes have a target of ε/|V| too."),
+        "-ln(1 - ε): the true class only, ε/|V| left out": (
+            -math.log(1 - eps), "Every class, the true one included, gets ε/|V|."),
+        "bits instead of nats": (floor / math.log(2), "The loss uses the natural log."),
+        "ε spread over |V| - 1 classes": (
+            spread, "lib's label_smoothed_nll spreads ε over all |V| classes, the true one "
+            "included."),
+    })
+
+
+def check_smoothed_confidence(my_confidence, smoothing: float = 0.1, vocab_size: int = 42,
+                              over: int = 40) -> CheckResult:
+    """Chapter 8, question 9: the optimal confidence when ε is spread over `over` classes
+    (|V| - 2, PAD and BOS left out): 1 - ε + ε / over, to six decimals."""
+    eps, v, k = _smoothing(smoothing, vocab_size, over)
+    return check_number(my_confidence, 1 - eps + eps / k, atol=5e-6, what="optimal confidence",
+                        name="my_confidence", slips={
+        "ε spread over all |V|": (
+            1 - eps + eps / v, "That is the optimum of our own loss: which classes get ε here?"),
+        "1 - ε": (1 - eps, "The true class is one of the classes that share ε."),
+        "ε spread over |V| - 1": (
+            1 - eps + eps / (v - 1), "How many classes are left without PAD and BOS?"),
+    })
