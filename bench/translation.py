@@ -94,7 +94,8 @@ def main() -> None:
                   "n_layers": args.layers, "n_heads": 4, "d_ff": 4 * args.d_model,
                   "seed": args.seed, "threads": args.threads, "tokens_per_batch": 1000,
                   "warmup_steps": 100, "factor": 0.25, "label_smoothing": 0.1,
-                  "torch": torch.__version__, "minutes": round(seconds / 60, 1)}
+                  "torch": torch.__version__, "minutes": round(seconds / 60, 1),
+                  "curve": curve}
         partial = args.save + ".partial"
         lib.save_translation_checkpoint(model, src_vocab, tgt_vocab, recipe, partial)
         os.replace(partial, args.save)
@@ -112,6 +113,7 @@ def main() -> None:
           f"{'chrF':>6} {'minutes':>7}")
     start = time.perf_counter()
     train_seconds = 0.0
+    curve = []  # [epoch, training loss, held-out loss, greedy BLEU, greedy chrF]
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         losses = []
@@ -125,6 +127,8 @@ def main() -> None:
             print(f"{epoch:5d} {sum(losses) / len(losses):10.3f} {held_out:13.3f} "
                   f"{bleu.score:11.2f} {chrf.score:6.2f} {(time.perf_counter() - start) / 60:7.1f}",
                   flush=True)
+            curve.append([epoch, round(sum(losses) / len(losses), 3), round(held_out, 3),
+                          round(bleu.score, 2), round(chrf.score, 2)])
             if args.save:
                 save(epoch, train_seconds)
 

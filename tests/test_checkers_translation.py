@@ -154,3 +154,47 @@ def test_a_nan_answer_is_never_right():
 
     assert not lib.check_word_attention(nan_attention).passed
     assert not lib.check_alignment_error_rate(lambda a, s, p: float("nan")).passed
+
+
+# --- exercises 1 and 2 by hand: lib.check_alignment_answers -------------------------
+
+def _aer_by_hand(a, s):
+    """AER with P = S, from its definition: 1 - 2|A ∩ S| / (|A| + |S|)."""
+    return 1 - 2 * len(a & s) / (len(a) + len(s))
+
+
+def _exact_aers():
+    s1 = {(0, 0), (1, 1), (2, 3), (3, 2)}
+    head = {(0, 0), (1, 1), (2, 2), (3, 3)}
+    diag1 = {(j, j) for j in range(4)}  # n = m = 4: i = floor(j + 1/2) = j
+    s2 = {(1, 0), (0, 1), (0, 2), (0, 3)}
+    diag2 = {(int((j + 0.5) * 2 / 5), j) for j in range(4)}
+    return [_aer_by_hand(head, s1), _aer_by_hand(diag1, s1), _aer_by_hand(diag2, s2)]
+
+
+def test_alignment_answers_right():
+    exact = _exact_aers()
+    assert exact == [0.5, 0.5, 0.75]  # the solution's figures
+    assert lib.check_alignment_answers(exact).correct
+    assert lib.check_alignment_answers([0.501, 0.499, 0.752]).correct  # two decimals
+
+
+@pytest.mark.parametrize("answer, slip", [
+    ([0.75, 0.75, 0.875], "the possible links left out of the numerator"),
+    ([0.5, 0.5, 0.25], "the agreement, not the error"),
+    ([0.5, 0.5, 0.5], "the diagonal without the half"),
+    ([0.5, 0.5, 1 - 2 / 9], "the full stop given a link"),
+])
+def test_alignment_answers_name_the_slip(answer, slip):
+    result = lib.check_alignment_answers(answer)
+    assert not result.correct and result.slip == slip
+
+
+def test_alignment_answers_wrong_nan_and_bad_input():
+    result = lib.check_alignment_answers([0.6, 0.5, 0.75])
+    assert not result.correct and result.slip is None and "0.5000" not in result.message
+    assert not lib.check_alignment_answers([0.5, 0.5, float("nan")]).correct
+    with pytest.raises(TypeError, match="answer"):
+        lib.check_alignment_answers("0.5, 0.5, 0.75")
+    with pytest.raises(ValueError, match="shape"):
+        lib.check_alignment_answers([0.5, 0.5])

@@ -80,3 +80,42 @@ def test_bad_arguments(saved, vocabs, tmp_path):
         lib.save_translation_checkpoint(model, *vocabs, [], tmp_path / "x.pt")
     with pytest.raises(TypeError, match="vocab"):
         lib.vocab_fingerprint("not a vocabulary")
+
+
+def test_a_recipe_with_torch_version_loads_with_weights_only(vocabs, tmp_path):
+    """torch.__version__ is a str subclass that weights-only loading refuses: the
+    recipe is stored as plain values (the bench script records the version)."""
+    torch.manual_seed(0)
+    model = lib.Transformer(len(vocabs[0]), len(vocabs[1]), d_model=16, n_heads=2,
+                            n_layers=1, d_ff=32, dropout=0.0)
+    recipe = {"torch": torch.__version__, "curve": [[5, 4.4, 4.3, 2.55, 16.5]]}
+    digest = lib.save_translation_checkpoint(model, *vocabs, recipe, tmp_path / "r.pt")
+    _, loaded = lib.load_translation_checkpoint(tmp_path / "r.pt", digest, *vocabs)
+    assert loaded == {"torch": str(torch.__version__), "curve": [[5, 4.4, 4.3, 2.55, 16.5]]}
+    assert type(loaded["torch"]) is str
+    with pytest.raises(TypeError, match="recipe"):
+        lib.save_translation_checkpoint(model, *vocabs, {"x": object()}, tmp_path / "y.pt")
+
+
+def test_the_shipped_longer_run_is_the_pinned_file_and_loads():
+    """The translation chapter's 40-epoch model: the committed file has the pinned hash,
+    ships inside the package, and loads with the chapter's vocabularies."""
+    import fnmatch
+    import pathlib
+    import re
+
+    path = lib.TRANSLATION_CHECKPOINT
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == lib.TRANSLATION_CHECKPOINT_SHA256
+    root = pathlib.Path(lib.__file__).parents[1]
+    line = re.search(r'^"lib\.train" = \[(.*)\]$', (root / "pyproject.toml").read_text(), re.M)
+    patterns = re.findall(r'"([^"]+)"', line.group(1))  # [tool.setuptools.package-data]
+    relative = path.relative_to(root / "lib" / "train").as_posix()
+    assert any(fnmatch.fnmatch(relative, p) for p in patterns)
+    split = lib.split_by_book(lib.load_verse_pairs())
+    src = lib.train_subword_vocab([p.source_text for p in split.train], 4000)
+    tgt = lib.train_subword_vocab([p.target_text for p in split.train], 4000)
+    model, recipe = lib.load_translation_checkpoint(path, lib.TRANSLATION_CHECKPOINT_SHA256,
+                                                    src, tgt)
+    assert recipe["epochs"] == 40 and recipe["dropout"] == 0.1
+    assert [row[0] for row in recipe["curve"]] == list(range(5, 45, 5))
+    assert model.count_parameters() == 2_462_848 and not model.training

@@ -152,10 +152,13 @@ from lib.train.translation import (  # noqa: E402
     load_translation_checkpoint,
     save_translation_checkpoint,
     vocab_fingerprint,
+    TRANSLATION_CHECKPOINT,
+    TRANSLATION_CHECKPOINT_SHA256,
 )
 
 __all__ += ["PairedDifference", "paired_bootstrap"]
 __all__ += ["load_translation_checkpoint", "save_translation_checkpoint", "vocab_fingerprint"]
+__all__ += ["TRANSLATION_CHECKPOINT", "TRANSLATION_CHECKPOINT_SHA256"]
 __all__ += [
     "ALIGNMENT_WHEEL",
     "NT_BOOKS",

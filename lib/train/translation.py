@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from dataclasses import dataclass
 
 import torch
@@ -378,6 +379,13 @@ def vocab_fingerprint(vocab: SubwordVocab) -> str:
     return hashlib.sha256(merges.encode()).hexdigest()[:16]
 
 
+TRANSLATION_CHECKPOINT = Path(__file__).parent / "checkpoints" / "translation_long_run.pt"
+"""The translation chapter's longer run (40 epochs, dropout 0.1), float16 weights with
+its recipe and learning curve, written by ``bench/translation.py --save`` (recipe in
+``lib/train/checkpoints/README.md``); shipped inside the package."""
+TRANSLATION_CHECKPOINT_SHA256 = "9bfec5719ab3bd5efc3c49816913c5aca22c07928ca05ef94ff5e34685889e78"
+
+
 def save_translation_checkpoint(model, src_vocab: SubwordVocab, tgt_vocab: SubwordVocab,
                                 recipe: dict, path) -> str:
     """Write `model` (a `lib.Transformer`) to `path`: its weights in float16 (half
@@ -385,6 +393,7 @@ def save_translation_checkpoint(model, src_vocab: SubwordVocab, tgt_vocab: Subwo
     `recipe` it was trained with (a dict of plain values) and the fingerprints of
     the two vocabularies. Returns the file's SHA-256, to pin where it is loaded."""
     import hashlib
+    import json
     import pathlib
 
     from lib.model.transformer import Transformer
@@ -393,6 +402,10 @@ def save_translation_checkpoint(model, src_vocab: SubwordVocab, tgt_vocab: Subwo
         raise TypeError(f"model must be a lib.Transformer, got {type(model).__name__}")
     if not isinstance(recipe, dict):
         raise TypeError(f"recipe must be a dict, got {type(recipe).__name__}")
+    try:  # plain values only (a str subclass such as torch.__version__ becomes a str),
+        recipe = json.loads(json.dumps(recipe))  # so that weights_only loading accepts it
+    except TypeError as err:
+        raise TypeError(f"recipe: plain values only (numbers, strings, lists, dicts): {err}")
     state = {k: v.detach().to(torch.float16) if v.is_floating_point() else v
              for k, v in model.state_dict().items()}
     payload = {"state": state, "config": vars(model.config), "recipe": recipe,

@@ -139,3 +139,45 @@ def check_alignment_error_rate(alignment_error_rate) -> Verdict:
     return check_function(
         alignment_error_rate, _aer_reference, _aer_cases(), mistakes, name="alignment_error_rate"
     )
+
+
+def check_alignment_answers(my_aers, reveal: bool = False) -> "CheckResult":
+    """The translation chapter's exercises 1 and 2 by hand: ``my_aers`` is
+    [AER of the head of exercise 1, AER of the diagonal of exercise 1, AER of the
+    diagonal on 1 Thessalonians 5:16 (exercise 2)], with P = S. Right within
+    0.005, or the likely slip by name; the values are not revealed."""
+    from lib.teach.alignment import alignment_error_rate, diagonal_links
+    from lib.teach.exercises import check_answer
+
+    sure_1 = {(0, 0), (1, 1), (2, 3), (3, 2)}
+    head_1 = {(0, 0), (1, 1), (2, 2), (3, 3)}
+    sure_2 = {(1, 0), (0, 1), (0, 2), (0, 3)}  # πάντοτε χαίρετε / Rejoice at all times .
+    diagonal_2 = diagonal_links(2, 5, targets=[0, 1, 2, 3])
+    exact = [alignment_error_rate(head_1, sure_1), alignment_error_rate(diagonal_links(4, 4), sure_1),
+             alignment_error_rate(diagonal_2, sure_2)]
+
+    def sure_only(a, s):  # P ignored: only |A ∩ S| in the numerator
+        return 1 - len(a & s) / (len(a) + len(s))
+
+    no_half = {(min(j * 2 // 5, 1), j) for j in range(4)}  # i = ⌊j n / m⌋
+    with_stop = diagonal_links(2, 5)  # the full stop given a link too
+    slips = {
+        "the possible links left out of the numerator": (
+            [sure_only(head_1, sure_1), sure_only(diagonal_links(4, 4), sure_1),
+             sure_only(diagonal_2, sure_2)],
+            "With P = S every correct link counts twice in the numerator: |A ∩ S| + |A ∩ P|."),
+        "the agreement, not the error": (
+            [1 - v for v in exact],
+            "(|A ∩ S| + |A ∩ P|) / (|A| + |S|) is the agreement; AER is one minus it."),
+        "the diagonal without the half": (
+            [exact[0], exact[1], alignment_error_rate(no_half, sure_2)],
+            "The diagonal puts target word j on source word ⌊(j + ½) n / m⌋: the middle of "
+            "its share of the source, not its start."),
+        "the full stop given a link": (
+            [exact[0], exact[1], alignment_error_rate(with_stop, sure_2)],
+            "Punctuation is not aligned: the diagonal predicts links only for the four words."),
+    }
+    return check_answer(my_aers, exact, atol=0.005, what="AERs", reveal=reveal, slips=slips)
+
+
+__all__ += ["check_alignment_answers"]
