@@ -119,6 +119,16 @@ def test_parameter_count_accepts_a_counted_module():
     assert lib.check_ffn_parameter_count(counted)
 
 
+def test_parameter_count_off_by_one_only_at_the_paper_size_fails():
+    # 2 * 512 * 2048 + 2048 + 512 = 2,099,712; 2,099,713 is within a relative 1e-6 of it
+    def off_by_one(d_model, d_ff):
+        return ffn_parameter_count(d_model, d_ff) + (d_model == 512 and d_ff == 2048)
+
+    assert ffn_parameter_count(512, 2048) == 2_099_712
+    verdict = lib.check_ffn_parameter_count(off_by_one)
+    assert not verdict and "returned 2099713; expected 2099712" in verdict.message
+
+
 def test_parameter_count_stub_is_not_implemented():
     verdict = lib.check_ffn_parameter_count(stub)
     assert not verdict and NOT_IMPLEMENTED in verdict.message

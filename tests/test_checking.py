@@ -90,3 +90,37 @@ def test_a_mistake_that_raises_the_same_exception_is_named():
 def test_a_right_float_answer_passes_in_another_float_dtype():
     cases = [Case((torch.tensor([1.0, 2.0]),))]
     assert check_function(lambda x: (x * 2).double(), lambda x: x * 2, cases, name="f")
+
+
+def test_an_integer_result_is_compared_exactly_however_large():
+    # 2 * 512 * 2048 + 2048 + 512 = 2,099,712 (the paper's FFN); one more is wrong, even
+    # though it is within a relative 1e-6 of the right count
+    count = [Case((512, 2048))]
+    paper = lambda d, f: 2_099_712  # noqa: E731
+    assert check_function(lambda d, f: 2 * d * f + f + d, paper, count, name="count")
+    verdict = check_function(lambda d, f: 2 * d * f + f + d + 1, paper, count, name="count")
+    assert not verdict and "returned 2099713; expected 2099712" in verdict.message
+    # an integer tensor too: 2**40 + 1 is not 2**40
+    big = lambda n: torch.full((n,), 2**40, dtype=torch.int64)  # noqa: E731
+    verdict = check_function(lambda n: big(n) + 1, big, CASES, name="counts")
+    assert not verdict and "entries differ" in verdict.message
+
+
+def test_a_less_precise_float_result_fails_and_names_both_dtypes():
+    # float64 in, float64 expected (as lib returns its input's dtype): x * 2 computed in
+    # float32 has the right values to float32's precision, and is still not the answer
+    cases = [Case((torch.tensor([0.1, 1 / 3, 2.0], dtype=torch.float64),))]
+    double = lambda x: x * 2  # noqa: E731
+    verdict = check_function(lambda x: x.float() * 2, double, cases, name="f")
+    assert not verdict
+    assert "returned float32; expected float64" in verdict.message
+    assert "agree to float32's precision" in verdict.message
+    assert "largest difference" not in verdict.message.split("float64.")[0]
+    # wrong values as well: both are said, the dtype first
+    verdict = check_function(lambda x: x.float() * 3, double, cases, name="f")
+    assert not verdict and "returned float32; expected float64" in verdict.message
+    assert "the values differ too: largest difference" in verdict.message
+    # float16 for a float32 case is refused the same way, even when the values are exact
+    halves = [Case((torch.tensor([0.5, 1.0, 2.0]),))]
+    verdict = check_function(lambda x: x.half() * 2, double, halves, name="f")
+    assert not verdict and "returned float16; expected float32" in verdict.message

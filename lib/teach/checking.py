@@ -105,6 +105,12 @@ def _exact_dtype(dtype: torch.dtype) -> bool:
     return dtype == torch.bool or not (dtype.is_floating_point or dtype.is_complex)
 
 
+def _less_precise(got: torch.dtype, want: torch.dtype) -> bool:
+    """A float dtype with fewer mantissa bits than the reference's (float32 for float64,
+    bfloat16 for float16): its result cannot reach the reference's tolerance."""
+    return got != want and torch.finfo(got).eps > torch.finfo(want).eps
+
+
 def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
     """(rtol, atol) for comparing results of this dtype."""
     if dtype == torch.float64:
@@ -117,10 +123,15 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
 def _same(got, want, *, allow_nan: bool = False) -> bool:
     """Equal within the dtype's tolerance; ±inf equal themselves.
 
-    A bool or integer tensor must also have the reference's dtype exactly (a 0/1
-    float mask is not a bool mask: `lib` refuses it). A NaN in `got` is never
-    right, unless `allow_nan` (used to match a `Mistake`, whose NaNs may be the
-    learner's too) and the reference has NaN at the same place.
+    A bool or integer tensor must have the reference's dtype exactly (a 0/1 float
+    mask is not a bool mask: `lib` refuses it). A float tensor may not be less
+    precise than the reference (float32 where `lib` returns float64 is wrong; the
+    message names both dtypes); a more precise one is compared in the reference's
+    dtype. Integers (integer tensors, Python ints) are compared exactly: a count
+    off by one is wrong however large it is. A NaN
+    in `got` is never right, unless `allow_nan` (used to match a `Mistake`,
+    whose NaNs may be the learner's too) and the reference has NaN at the same
+    place.
     """
     if isinstance(want, (tuple, list)):
         return (
@@ -133,8 +144,8 @@ def _same(got, want, *, allow_nan: bool = False) -> bool:
             return False
         if _exact_dtype(want.dtype):
             return got.dtype == want.dtype and bool(torch.equal(got, want))
-        if _exact_dtype(got.dtype):
-            return False  # a float result returned as bool or integers
+        if _exact_dtype(got.dtype) or _less_precise(got.dtype, want.dtype):
+            return False  # a float result returned as bool or integers, or in a coarser float
         if not allow_nan and bool(torch.isnan(got).any()):
             return False
         rtol, atol = _tolerance(want.dtype)
@@ -154,6 +165,8 @@ def _same(got, want, *, allow_nan: bool = False) -> bool:
             return allow_nan and math.isnan(want)
         if math.isnan(want):
             return False
+        if isinstance(want, int):
+            return got == want  # a count or an index: exactly, 2,099,713 is not 2,099,712
         return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9)
     return got == want
 
@@ -168,6 +181,23 @@ def _describe(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}: " + ", ".join(_describe(v) for v in value)
     return f"{type(value).__name__} {value!r}"
+
+
+def _float_dtype_difference(got: torch.Tensor, want: torch.Tensor) -> str:
+    """A float result less precise than the reference's: both dtypes named first, then
+    whether the values agree at the coarser dtype's precision."""
+    head = (
+        f"returned {_dtype_name(got.dtype)}; expected {_dtype_name(want.dtype)}. "
+        f"Return a {_dtype_name(want.dtype)} tensor, as `lib` does"
+    )
+    coarse = min((got.dtype, want.dtype), key=lambda d: torch.finfo(d).bits)
+    rtol, atol = _tolerance(coarse)
+    common = torch.promote_types(got.dtype, want.dtype)
+    g, w = got.to(common), want.to(common)
+    if not bool(torch.isnan(got).any()) and bool(torch.allclose(g, w, rtol=rtol, atol=atol)):
+        return f"{head} (the values agree to {_dtype_name(coarse)}'s precision)"
+    same_dtype = _difference(g, w)
+    return f"{head}; the values differ too: {same_dtype}"
 
 
 def _difference(got, want) -> str:
@@ -199,6 +229,8 @@ def _difference(got, want) -> str:
                 f"returned dtype {_dtype_name(got.dtype)}; expected a float tensor "
                 f"({_dtype_name(want.dtype)})"
             )
+        if _less_precise(got.dtype, want.dtype):
+            return _float_dtype_difference(got, want)
         nan = torch.isnan(got) & ~torch.isnan(want)
         if bool(nan.any()):
             first = tuple(int(i) for i in nan.nonzero()[0].tolist())
@@ -211,7 +243,10 @@ def _difference(got, want) -> str:
         diff = torch.nan_to_num(diff, nan=0.0)
         index = tuple(torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
         index = tuple(int(i) for i in index)
-        return f"largest difference {float(diff.max()):.3g} at index {index}"
+        where = f"largest difference {float(diff.max()):.3g} at index {index}"
+        if got.dtype != want.dtype:  # a more precise result, compared in want's dtype
+            where += f" (returned {_dtype_name(got.dtype)}, compared as {_dtype_name(want.dtype)})"
+        return where
     if isinstance(want, (int, float)) and not isinstance(want, bool):
         if isinstance(got, float) and math.isnan(got):
             return f"returned NaN; expected {want!r}"
