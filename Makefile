@@ -139,8 +139,8 @@ lab: $(LAB_STAMP) data
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=book $(LAB_ARGS)
 
 # JupyterLab as `make lab` sets it up, in headless Chromium (tests/browser/test_lab.py,
-# about 4 minutes): opens every chapter (copies, in a temporary folder) and fails if one
-# is marked modified before anything is run.
+# about 5 minutes): opens every chapter (copies, in a temporary folder) and fails if one
+# is marked modified before anything is run, or if a stored widget is not drawn.
 test-lab: $(LAB_STAMP)
 	COURSE_LAB_TEST=1 $(BIN)/python -m pytest tests/browser/test_lab.py -q -p no:cacheprovider
 

@@ -3,7 +3,8 @@ chapter must not mark it modified (issue 27, item 8).
 
 Run by `make test-lab` (after `make lab-install`, which writes JupyterLab's settings
 with tools/lab_settings.py), which sets COURSE_LAB_TEST=1; without it every test here
-is skipped. About 4 minutes on 2 cores: one kernel per chapter, one at a time.
+is skipped. About 5 minutes on 2 loaded cores: one kernel per chapter, one at a time.
+COURSE_LAB_CHAPTERS="04_multi_head_attention.ipynb ..." limits it to those chapters.
 
 What runs: the JupyterLab of .venv, with the app settings `make lab` installs
 (.venv/share/jupyter/lab/settings/overrides.json), on 127.0.0.1 with a token, on a
@@ -16,8 +17,12 @@ Each chapter is opened as a reader opens it (a kernel starts; nothing is run); t
 test waits for the kernel to be idle, then watches the document for SETTLE seconds:
 it fails if the notebook model was marked dirty at any moment (the model's
 stateChanged signal, so a dirty flag that autosave clears again is caught too) or
-if its tab shows JupyterLab's modified mark (``jp-mod-dirty``). At the end no chapter
-file of the copy may have been rewritten.
+if its tab shows JupyterLab's modified mark (``jp-mod-dirty``). The chapters that store
+widgets are then trusted (``jupyter trust``, as File > Trust Notebook) and opened again:
+each stored widget must now be drawn by its own JavaScript (every cell is drawn at once,
+``windowingMode: none``, since a headless window never scrolls), with no "Error displaying
+widget", and again nothing may be marked modified. At the end no chapter file of the copy
+may have been rewritten.
 
 Why it can fail: with "Save Widget State Automatically" on (what `make lab` used to
 install), the widget manager marks every notebook that stores a widget modified
@@ -75,7 +80,8 @@ def chapters(root: Path) -> list[str]:
     )
 
 
-CHAPTERS = chapters(lab_root())
+# COURSE_LAB_CHAPTERS="04_multi_head_attention.ipynb 06_positional_encoding.ipynb": only these
+CHAPTERS = os.environ.get("COURSE_LAB_CHAPTERS", "").split() or chapters(lab_root())
 
 
 def _find(env: str, *names: str) -> str:
@@ -107,6 +113,11 @@ def lab(tmp_path_factory):
                       ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
                       ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython")]:
         env[var] = str(tmp / name)
+    # Draw every cell at once (JupyterLab's default draws only those near the view, and a
+    # headless window never scrolls): every stored output, widgets included, is drawn.
+    tracker = tmp / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
     port, token = _free_port(), secrets.token_hex(16)
     command = [str(lab_bin), "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
@@ -172,10 +183,11 @@ def browser(tmp_path_factory, lab):
 # Opens `path`, waits for its kernel to be idle, watches it for `settle` ms, then shuts the
 # kernel down and closes the tab. Reports whether the model was ever dirty, and when.
 OPEN_AND_WATCH = r"""
-const [path, settleMs, timeoutMs, done] = arguments;
+const [path, settleMs, timeoutMs, roots, done] = arguments;
 const app = window.jupyterapp;
 const t0 = Date.now();
-const report = {path, dirtyAt: null, tabDirty: false, modelDirty: null, kernel: null, error: null};
+const report = {path, dirtyAt: null, tabDirty: false, modelDirty: null, kernel: null, error: null,
+                views: null, widgetErrors: []};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 (async () => {
   const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
@@ -193,7 +205,25 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   report.kernel = Date.now() - t0;
   await sleep(settleMs);
   mark();
+  const node = widget.content.node;
+  const cells = widget.content.model.cells;
+  report.views = 0;
+  for (let i = 0; i < cells.length; i++) {
+    const outputs = cells.get(i).type === 'code' ? cells.get(i).toJSON().outputs : [];
+    if (!outputs.some((o) => o.data && o.data['application/vnd.jupyter.widget-view+json'])) continue;
+    const cellNode = widget.content.widgets[i].node;
+    const t = Date.now();
+    let count = 0;
+    while (Date.now() - t < settleMs) {
+      count = roots.reduce((n, sel) => n + cellNode.querySelectorAll('.jp-OutputArea-output ' + sel).length, 0);
+      if (count > 0) break;
+      await sleep(200);
+    }
+    report.views += count;
+  }
+  mark();
   report.modelDirty = model.dirty;
+  report.widgetErrors = (node.textContent.match(/Error displaying widget[^\n]{0,80}/g) || []);
   report.tabDirty = widget.title.className.includes('jp-mod-dirty') ||
     Array.from(document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty')).length > 0;
   model.stateChanged.disconnect(mark);
@@ -204,16 +234,57 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 """
 
 
-@pytest.fixture(scope="module")
-def opened(lab, browser):
-    """Every chapter opened once, in order: path -> report."""
+def widget_roots() -> list[str]:
+    """CSS selectors of the course's widgets' root elements (lib/widgets/static/*.js)."""
+    found = []
+    for js in sorted((ROOT / "lib" / "widgets" / "static").glob("*.js")):
+        found += re.findall(r'const root = el\("div", \{ class: "([\w-]+)"', js.read_text())
+    assert found, "no widget root class found in lib/widgets/static"
+    return ["." + c for c in found]
+
+
+def stored_views(path: Path) -> int:
+    """How many widget views the notebook's stored outputs show."""
+    cells = json.loads(path.read_text())["cells"]
+    return sum("application/vnd.jupyter.widget-view+json" in out.get("data", {})
+               for cell in cells for out in cell.get("outputs", []))
+
+
+def _open_all(browser, paths) -> dict:
     reports = {}
-    for path in CHAPTERS:
-        reports[path] = browser.execute_async_script(OPEN_AND_WATCH, path, int(SETTLE * 1000), OPEN_TIMEOUT * 1000)
+    for path in paths:
+        reports[path] = browser.execute_async_script(
+            OPEN_AND_WATCH, path, int(SETTLE * 1000), OPEN_TIMEOUT * 1000, widget_roots())
         print(json.dumps(reports[path]))
     return reports
 
 
+@pytest.fixture(scope="module")
+def opened(lab, browser):
+    """Every chapter opened once, in order, as a fresh clone has them (untrusted: JupyterLab
+    restores the stored widgets but does not draw them): path -> report."""
+    return _open_all(browser, CHAPTERS)
+
+
+WIDGET_CHAPTERS = [p for p in CHAPTERS if stored_views(lab_root() / p)]
+
+
+@pytest.fixture(scope="module")
+def opened_trusted(lab, browser, opened):
+    """The chapters that store widgets, trusted (as after File > Trust Notebook, or once run)
+    and opened again: the stored widgets are now drawn, by their own JavaScript."""
+    _, _, served, _ = lab
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(served.parent / "data"))
+    for path in WIDGET_CHAPTERS:
+        subprocess.run([str(BIN / "jupyter-trust"), str(served / path)], env=env, check=True,
+                       capture_output=True)
+    return _open_all(browser, WIDGET_CHAPTERS)
+
+
+SUBSET = bool(os.environ.get("COURSE_LAB_CHAPTERS"))
+
+
+@pytest.mark.skipif(SUBSET, reason="COURSE_LAB_CHAPTERS names the chapters")
 def test_there_are_chapters_to_open():
     assert len(CHAPTERS) >= 16, CHAPTERS
 
@@ -227,7 +298,23 @@ def test_opening_a_chapter_does_not_mark_it_modified(opened, path):
         f"{report['kernel']} ms), without anything run: see tools/lab_settings.py")
 
 
-def test_jupyterlab_wrote_no_chapter(opened, lab):
+@pytest.mark.skipif(SUBSET, reason="COURSE_LAB_CHAPTERS names the chapters")
+def test_the_chapters_with_widgets_are_known():
+    assert len(WIDGET_CHAPTERS) >= 4, WIDGET_CHAPTERS
+
+
+@pytest.mark.parametrize("path", WIDGET_CHAPTERS)
+def test_a_trusted_chapter_draws_its_widgets_and_stays_unmodified(opened_trusted, path):
+    report = opened_trusted[path]
+    assert report["error"] is None, f"{path} did not open: {report['error']}"
+    assert report["dirtyAt"] is None and not report["modelDirty"] and not report["tabDirty"], (
+        f"{path}, trusted, was marked modified {report['dirtyAt']} ms after it was opened")
+    assert not report["widgetErrors"], report["widgetErrors"]
+    assert report["views"] == stored_views(lab_root() / path), (
+        f"{path}: {report['views']} widgets drawn, {stored_views(lab_root() / path)} stored")
+
+
+def test_jupyterlab_wrote_no_chapter(opened, opened_trusted, lab):
     _, _, served, copied = lab
     changed = [p for p in CHAPTERS if (served / p).read_bytes() != copied[p]]
     assert not changed, f"JupyterLab rewrote {changed} while they were only opened"
