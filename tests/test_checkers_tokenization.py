@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+import pytest
+
 import lib
 
 
@@ -193,3 +195,78 @@ def test_checkers_never_accept_nan_or_none():
     assert not lib.check_merge(lambda ids, pair, new_id: None)
     verdict = lib.check_merge(lambda ids, pair, new_id: [float(i) for i in merge_solution_indexed(ids, pair, new_id)])
     assert not verdict and verdict.mistake == "the ids are not ints"
+
+
+# --- exercise 1 by hand: the tiny corpus after its seven merges -------------------------------
+
+
+def _tiny_by_brute_force():
+    """The textbook algorithm on {word: count}, written here: 7 merges, ties to the smallest
+    pair of first bytes' ids; returns the words' tokens and the pair counts left."""
+    words = {tuple("low"): 5, tuple("lower"): 2, tuple("newest"): 6, tuple("widest"): 3}
+    for _ in range(7):
+        counts = {}
+        for w, n in words.items():
+            for p in zip(w, w[1:]):
+                counts[p] = counts.get(p, 0) + n
+        top = max(counts.values())
+        best = min((p for p in counts if counts[p] == top),
+                   key=lambda p: (list(p[0].encode()), list(p[1].encode())))
+        merged = {}
+        for w, n in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if w[i:i + 2] == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            merged[tuple(out)] = n
+        words = merged
+    counts = {}
+    for w, n in words.items():
+        for p in zip(w, w[1:]):
+            counts[p] = counts.get(p, 0) + n
+    return words, counts
+
+
+def test_tiny_corpus_checkers():
+    words, left = _tiny_by_brute_force()
+    assert left == {("low", "e"): 2, ("e", "r"): 2, ("w", "i"): 3, ("i", "d"): 3,
+                    ("d", "est"): 3}
+    assert lib.check_pairs_left(left) and lib.check_merge_7(("d", "est"))
+    assert lib.check_merge_7(["d", "est"]) and lib.check_lower_tokens(["low", "e", "r"])
+    assert ("low", "e", "r") in words
+    once = {p: 1 for p in left}
+    stale = {(("w", "e") if p == ("low", "e") else p): n for p, n in left.items()}
+    no_es = {(("d", "e") if p == ("d", "est") else p): n for p, n in left.items()}
+    for checker, value, name in (
+        (lib.check_pairs_left, once, "each word counted once, not by its frequency"),
+        (lib.check_pairs_left, stale, "w e where low e is"),
+        (lib.check_pairs_left, no_es, "d e where d est is"),
+        (lib.check_merge_7, ("w", "i"),
+         "the tie broken towards the largest pair (or the first met in the text)"),
+        (lib.check_merge_7, ("d", "e"), "d e: merges 0 and 1 forgotten"),
+        (lib.check_merge_7, ("e", "r"), "a pair of count 2"),
+        (lib.check_lower_tokens, ["low", "er"], "er merged, though no merge made it"),
+        (lib.check_lower_tokens, ["lower"], "the whole word, one token"),
+        (lib.check_lower_tokens, list("lower"), "no merge applied"),
+        (lib.check_lower_tokens, ["lo", "w", "e", "r"], "lo w e r: merge 3 left out"),
+    ):
+        verdict = checker(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    wrong = {**left, ("w", "i"): 2}
+    assert not lib.check_pairs_left(wrong) and lib.check_pairs_left(wrong).slip is None
+    assert not lib.check_merge_7(("i", "d")) and lib.check_merge_7(("i", "d")).slip is None
+    assert not lib.check_lower_tokens(["l", "ow", "er"])
+    for bad in (None, "d est", [100, 257], ("d",)):
+        with pytest.raises((TypeError, ValueError), match="my_merge_7"):
+            lib.check_merge_7(bad)
+    for bad in (None, "low e r", [259, 101, 114]):
+        with pytest.raises(TypeError, match="my_lower"):
+            lib.check_lower_tokens(bad)
+    for bad in ([("low", "e")], {("low", "e"): 2.0}, {("low", "e"): float("nan")},
+                {"low e": 2}, {("low", "e"): True}):
+        with pytest.raises((TypeError, ValueError), match="my_pairs"):
+            lib.check_pairs_left(bad)

@@ -8,12 +8,18 @@ references are `lib.train.bpe.count_pairs` and `lib.train.bpe.merge_pair`.
 from __future__ import annotations
 
 import random
+from collections import Counter
 
+import torch
+
+from lib.teach.exercises import CheckResult
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.train.bpe import count_pairs as _count_pairs_reference
 from lib.train.bpe import merge_pair as _merge_reference
 
-__all__ = ["check_count_pairs", "check_merge"]
+__all__ = [
+    "check_count_pairs", "check_merge", "check_pairs_left", "check_merge_7", "check_lower_tokens",
+]
 
 
 def _contract(fn, cases: list[Case], name: str, result_ok) -> Verdict | None:
@@ -250,3 +256,101 @@ def check_merge(merge) -> Verdict:
     if broken is not None:
         return broken
     return check_function(merge, _merge_reference, cases, mistakes, name="merge")
+
+
+# ---------------------------------------------------------------------------
+# exercise 1 by hand: the tiny corpus after its seven merges
+# ---------------------------------------------------------------------------
+
+_TINY = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+
+
+def _tiny_state():
+    """lib's BPE after 7 merges on the tiny corpus: (its tokenizer, {word: its token strings})."""
+    from lib.train.bpe import BPETokenizer
+    text = "\n".join(w for w, n in _TINY.items() for _ in range(n))
+    bpe = BPETokenizer.train(text, 256 + 7)
+    return bpe, {w: [bpe.vocab[i].decode() for i in bpe.encode(w)] for w in _TINY}
+
+
+def _pair_counts(words: dict, weighted: bool = True) -> dict:
+    counts: Counter = Counter()
+    for w, tokens in words.items():
+        for pair in zip(tokens, tokens[1:]):
+            counts[pair] += _TINY[w] if weighted else 1
+    return dict(counts)
+
+
+def _verdict(ok: bool, value, expected, what: str, slips: dict) -> CheckResult:
+    shown = torch.tensor([[0.0]])
+    if ok:
+        return CheckResult(True, f"Right: {value!r} is {what}.", shown)
+    for slip, (slip_value, hint) in slips.items():
+        if value == slip_value and slip_value != expected:
+            return CheckResult(False, f"Wrong: {value!r} is not {what}. It is a classic slip: "
+                               f"{slip}. {hint}", shown, ((0, 0),), slip)
+    return CheckResult(False, f"Wrong: {value!r} is not {what}: redo the merges one by one.",
+                       shown, ((0, 0),))
+
+
+def _strings(name: str, value, length: int | None = None) -> tuple:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{name} must be a list or tuple of strings, got {value!r}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must have {length} strings, got {len(value)}")
+    return tuple(value)
+
+
+def check_pairs_left(my_pairs) -> CheckResult:
+    """Chapter 10, exercise 1: {(a, b): count} of the pairs left after seven merges."""
+    if not isinstance(my_pairs, dict):
+        raise TypeError(f"my_pairs must be a dict {{(a, b): count}}, got {type(my_pairs).__name__}")
+    pairs = {}
+    for key, count in my_pairs.items():
+        key = _strings(f"the key {key!r} of my_pairs", key, 2)
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"my_pairs[{key!r}] must be an int count, got {count!r}")
+        pairs[key] = count
+    _, words = _tiny_state()
+    exact = _pair_counts(words)
+    stale = {("w", "e") if k == ("low", "e") else k: n for k, n in exact.items()}
+    return _verdict(pairs == exact, pairs, exact, "the pairs left with their counts", {
+        "each word counted once, not by its frequency": (
+            _pair_counts(words, weighted=False), "How many times is each word in the corpus?"),
+        "w e where low e is": (stale, "After merge 3, what is lower made of?"),
+        "d e where d est is": (
+            {("d", "e") if k == ("d", "est") else k: n for k, n in exact.items()},
+            "After merges 0 and 1, what follows d in widest?"),
+    })
+
+
+def check_merge_7(my_merge_7) -> CheckResult:
+    """Chapter 10, exercise 1: merge 7 as a pair of token strings, e.g. ("a", "bc")."""
+    value = _strings("my_merge_7", my_merge_7, 2)
+    bpe, words = _tiny_state()
+    counts = _pair_counts(words)
+    top = max(counts.values())
+    tied = sorted((p for p, n in counts.items() if n == top),
+                  key=lambda p: tuple(bpe.encode(t)[0] for t in p))
+    exact = tied[0]
+    return _verdict(value == exact, value, exact, "merge 7", {
+        "the tie broken towards the largest pair (or the first met in the text)": (
+            tied[-1], "Ties go to the smallest pair of ids: compare the first ids."),
+        "d e: merges 0 and 1 forgotten": (
+            ("d", "e"), "After merges 0 and 1, what follows d in widest?"),
+        "a pair of count 2": (("e", "r"), "Which pairs occur 3 times?"),
+    })
+
+
+def check_lower_tokens(my_lower) -> CheckResult:
+    """Chapter 10, exercise 1: *lower* after seven merges, as a list of token strings."""
+    value = _strings("my_lower", my_lower)
+    _, words = _tiny_state()
+    exact = tuple(words["lower"])
+    return _verdict(value == exact, value, exact, "how lower is tokenized", {
+        "er merged, though no merge made it": (
+            ("low", "er"), "Which of the seven merges joins e and r?"),
+        "the whole word, one token": (("lower",), "Which merge would make lower one token?"),
+        "no merge applied": (tuple("lower"), "Merges 2 and 3 apply to lower too."),
+        "lo w e r: merge 3 left out": (("lo", "w", "e", "r"), "What did merge 3 join?"),
+    })
