@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 import lib
@@ -217,3 +218,49 @@ def test_merging_two_halves_gives_full_attention():
 
     _, _, out = merge_solution(*part(k[:, :4], v[:, :4]), *part(k[:, 4:], v[:, 4:]))
     torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v))
+
+
+def _token_weights(tokens):
+    """d(loss)/d(each token's loss) for DDP's mean of shard means, over the token mean's:
+    by autograd, not by the formula."""
+    losses = torch.ones(sum(tokens), dtype=torch.float64, requires_grad=True)
+    shards = losses.split(list(tokens))
+    ddp = torch.stack([s.mean() for s in shards]).mean()
+    (ddp_grad,) = torch.autograd.grad(ddp, losses)
+    (mean_grad,) = torch.autograd.grad(losses.mean(), losses)
+    return [float(g[0]) for g in (ddp_grad / mean_grad).split(list(tokens))]
+
+
+def test_ddp_token_weight_checker():
+    tokens = (100, 100, 100, 300)
+    weights = _token_weights(tokens)
+    assert abs(weights[0] - 1.5) < 1e-12 and abs(weights[3] - 0.5) < 1e-12
+    for shard in (0, 3):
+        assert lib.check_ddp_token_weight(weights[shard], shard=shard)
+        own = weights[shard] / sum(tokens)  # the token's weight in DDP's average itself
+        slips = {
+            "DDP's average taken for the token mean (every token 1/N)": 1.0,
+            "the token's own weight 1/(P·t), not compared with the token mean": own,
+            "the ratio upside down": 1 / weights[shard],
+            "the shard's weight 1/P, not spread over its tokens": own * tokens[shard] * 600,
+        }
+        for name, value in slips.items():
+            verdict = lib.check_ddp_token_weight(value, shard=shard)
+            assert not verdict and verdict.slip == name, (shard, name, verdict.message)
+        wrong = lib.check_ddp_token_weight(0.75, shard=shard)
+        assert not wrong and wrong.slip is None
+        assert not lib.check_ddp_token_weight(float("nan"), shard=shard)
+    assert lib.check_ddp_token_weight(torch.tensor(1.5))
+    assert not lib.check_ddp_token_weight(1.5, shard=3)
+
+
+@pytest.mark.parametrize("bad", ["1.5", None, True, [1.5]])
+def test_ddp_token_weight_refuses_what_is_not_a_number(bad):
+    with pytest.raises(TypeError, match="my_weight"):
+        lib.check_ddp_token_weight(bad)
+
+
+@pytest.mark.parametrize("kwargs", [dict(shard=4), dict(shard=True), dict(tokens=(100, 0))])
+def test_ddp_token_weight_refuses_bad_settings(kwargs):
+    with pytest.raises(ValueError):
+        lib.check_ddp_token_weight(1.5, **kwargs)

@@ -309,3 +309,32 @@ def _merge_upside_down(m1, l1, o1, m2, l2, o2):
 def _merge_sum_of_normalisers(m1, l1, o1, m2, l2, o2):
     m, _, o = _merge_reference(m1, l1, o1, m2, l2, o2)
     return m, l1 + l2, o
+
+
+def check_ddp_token_weight(my_weight, shard: int = 0, tokens=(100, 100, 100, 300), *,
+                           name: str = "my_weight"):
+    """Chapter 13, question 3 by hand: one token of shard `shard` in DDP's average,
+    over its weight in the token mean: (1 / (P · t_shard)) / (1 / N) = N / (P · t_shard)."""
+    from lib.teach.checkers._numbers import check_number
+
+    if not isinstance(shard, int) or isinstance(shard, bool) or not 0 <= shard < len(tokens):
+        raise ValueError(f"shard must be an index into tokens (0 to {len(tokens) - 1}), "
+                         f"got {shard!r}")
+    if any(not isinstance(t, int) or isinstance(t, bool) or t <= 0 for t in tokens):
+        raise ValueError(f"tokens must be positive integers, got {tokens!r}")
+    p, n, t = len(tokens), sum(tokens), tokens[shard]
+    return check_number(my_weight, n / (p * t), atol=5e-3, name=name,
+                        what=f"weight of a token of the {t}-token shard over the token mean's",
+                        slips={
+        "DDP's average taken for the token mean (every token 1/N)": (
+            1.0, "DDP averages the four shards' mean losses: each shard weighs 1/P."),
+        "the token's own weight 1/(P·t), not compared with the token mean": (
+            1 / (p * t), "Divide it by the token mean's weight of a token, 1/N."),
+        "the ratio upside down": (
+            p * t / n, "Is a token of a short shard worth more or less in DDP's average?"),
+        "the shard's weight 1/P, not spread over its tokens": (
+            n / p, "The shard's 1/P is shared by its t tokens."),
+    })
+
+
+__all__ += ["check_ddp_token_weight"]
