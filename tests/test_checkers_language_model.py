@@ -360,3 +360,34 @@ def test_sample_loop_checker_reports_an_unknown_bug_without_a_name():
 
     verdict = lib.check_sample_loop(top_k_plus_one)
     assert not verdict and verdict.mistake is None
+
+
+# --- exercise 1 by hand: the perplexity at 1.5 bits per character -----------------------------
+
+
+def test_perplexity_checker():
+    # perplexity = 1 / (geometric mean probability); 1.5 bits per character is a mean
+    # probability of 2^-1.5 per character: check on a uniform model over 2^1.5 choices
+    bits = 1.5
+    p = 0.5 ** bits
+    perplexity = 1 / p
+    assert abs(-math.log2(p) - bits) < 1e-12
+    assert abs(perplexity - math.sqrt(8)) < 1e-12  # 2^1.5 = sqrt(2^3)
+    assert lib.check_perplexity(perplexity) and lib.check_perplexity(2.83)
+    assert lib.check_perplexity(torch.tensor(perplexity, dtype=torch.float64))
+    slips = {
+        "e^bits: nats for bits": 4.48,
+        "bits squared": 2.25,
+        "2 x bits": 3.0,
+        "1 / 2^bits: a probability, not a perplexity": 0.354,
+        "e^(bits x ln 2) taken as e^(bits / ln 2)": math.exp(bits * 1.4426950408889634),
+    }
+    for name, value in slips.items():
+        verdict = lib.check_perplexity(value)
+        assert not verdict and verdict.slip == name, (name, verdict.message)
+    assert not lib.check_perplexity(2.5) and lib.check_perplexity(2.5).slip is None
+    assert not lib.check_perplexity(float("nan"))
+    assert lib.check_perplexity(2 ** 2, bits=2)
+    for bad in ("2.83", None, True, [2.83], torch.tensor([2.83])):
+        with pytest.raises(TypeError, match="my_perplexity"):
+            lib.check_perplexity(bad)

@@ -15,11 +15,14 @@ import torch.nn.functional as F
 
 import lib.train.generate as _generate_module
 from lib.model.families import DecoderOnlyModel
+from lib.teach.checkers._numbers import check_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.train.generate import context_length
 from lib.train.generate import sample_next as _sample_next
 
-__all__ = ["check_sampling_probs", "check_causal_lm_loss", "check_sample_loop"]
+__all__ = [
+    "check_sampling_probs", "check_causal_lm_loss", "check_sample_loop", "check_perplexity",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -476,3 +479,23 @@ def check_sample_loop(sample_loop) -> Verdict:
         )
     finally:
         torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------------
+# exercise 1 by hand: the perplexity of a model at `bits` bits per character
+# ---------------------------------------------------------------------------
+
+
+def check_perplexity(my_perplexity, bits: float = 1.5):
+    """Chapter 11, exercise 1: the perplexity at `bits` bits per character, 2^bits, to 0.01."""
+    b = float(bits)
+    return check_number(my_perplexity, 2.0 ** b, atol=5e-3, what="perplexity",
+                        name="my_perplexity", slips={
+        "e^bits: nats for bits": (math.exp(b), "Which base does a loss in bits use?"),
+        "bits squared": (b ** 2, "Perplexity is an exponential of the loss, not a power of it."),
+        "2 x bits": (2 * b, "Perplexity is an exponential of the loss, not a multiple of it."),
+        "1 / 2^bits: a probability, not a perplexity": (
+            2.0 ** -b, "A perplexity is at least 1: the number of equally likely choices."),
+        "e^(bits x ln 2) taken as e^(bits / ln 2)": (
+            math.exp(b / math.log(2)), "To turn bits into nats, multiply or divide by ln 2?"),
+    })
