@@ -187,3 +187,45 @@ def test_pairing_checker_still_names_other_mistakes():
     assert not verdict  # float64 cases must stay float64
     with pytest.raises(ValueError, match="pairing"):
         lib.check_apply_rope(rope, pairing="halves")
+
+
+def test_q4_1_size_checkers():
+    # the file's own tensor, not the formula: its Q4_1 bytes and weights
+    ffn_up = lib.read_gguf(gguf_path()).tensors["blk.0.ffn_up.weight"]
+    n, nbytes = ffn_up.n_elements, ffn_up.data.nbytes
+    assert (n, nbytes) == (884_736, 552_960)
+    assert lib.check_q4_1_bytes(nbytes) and lib.check_q4_1_bits(8 * nbytes / n)
+    f32 = torch.empty(1536, 576, dtype=torch.float32, device="meta").nbytes
+    assert lib.check_f32_bytes(f32)
+    half = torch.empty(1536, 576, dtype=torch.float16, device="meta").nbytes
+    blocks = n // 32
+    cases = [
+        (lib.check_q4_1_bytes, {
+            "4 bits exactly: the scale and minimum left out": n // 2,
+            "the scale only, no minimum": n // 2 + 2 * blocks,
+            "a float32 scale and minimum": n // 2 + 8 * blocks,
+            "bits, not bytes": 8 * nbytes}, 500_000),
+        (lib.check_q4_1_bits, {
+            "4 bits exactly: the scale and minimum left out": 4.0,
+            "the scale only, no minimum": (16 + 2) * 8 / 32,
+            "a float32 scale and minimum": (16 + 8) * 8 / 32,
+            "Q8_0's bits": 34 * 8 / 32}, 5.5),
+        (lib.check_f32_bytes, {
+            "bits, not bytes": 8 * f32, "float16's 2 bytes": half, "one byte a weight": n},
+         3_000_000),
+    ]
+    for checker, slips, wrong in cases:
+        for name, value in slips.items():
+            verdict = checker(value)
+            assert not verdict and verdict.slip == name, (name, verdict.message)
+        assert not checker(wrong) and checker(wrong).slip is None
+        assert not checker(float("nan"))
+
+
+@pytest.mark.parametrize("checker, name", [(lib.check_q4_1_bytes, "my_q4_bytes"),
+                                           (lib.check_q4_1_bits, "my_q4_bits"),
+                                           (lib.check_f32_bytes, "my_f32_bytes")])
+@pytest.mark.parametrize("bad", ["5", None, True, [5]])
+def test_q4_1_size_checkers_refuse_what_is_not_a_number(checker, name, bad):
+    with pytest.raises(TypeError, match=name):
+        checker(bad)

@@ -250,3 +250,57 @@ def check_dequantize_q4_1(dequantize_q4_1, on_file: bool = True, path=None) -> V
     Q4_1 tensor of SmolLM2's file against ``gguf``."""
     return _check(dequantize_q4_1, "dequantize_q4_1", _q4_1_cases(), _Q4_1_MISTAKES,
                   _q4_1_reference, 20, "Q4_1", on_file, path)
+
+
+def _weights(rows: int, cols: int) -> int:
+    if any(not isinstance(x, int) or isinstance(x, bool) or x <= 0 or x % 32 for x in (cols,)) \
+            or not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
+        raise ValueError(f"rows must be a positive integer and cols a positive multiple of 32, "
+                         f"got {rows!r} and {cols!r}")
+    return rows * cols
+
+
+def check_q4_1_bytes(my_q4_bytes, rows: int = 1536, cols: int = 576):
+    """Chapter 15, exercise 3: Q4_1's bytes for a rows × cols matrix, 20 bytes per 32 weights
+    (a float16 scale, a float16 minimum, 16 bytes of 4-bit values)."""
+    from lib.teach.checkers._numbers import check_number
+
+    blocks = _weights(rows, cols) // 32
+    return check_number(my_q4_bytes, 20 * blocks, atol=0.5, what="size in Q4_1, in bytes",
+                        name="my_q4_bytes", slips={
+        "4 bits exactly: the scale and minimum left out": (
+            16 * blocks, "Each block of 32 also stores its own d and m."),
+        "the scale only, no minimum": (18 * blocks, "Q4_1 stores w = d·q + m: two numbers."),
+        "a float32 scale and minimum": (24 * blocks, "d and m are float16 in the file."),
+        "bits, not bytes": (160 * blocks, "A byte is 8 bits."),
+    })
+
+
+def check_q4_1_bits(my_q4_bits):
+    """Chapter 15, exercise 3: Q4_1's bits per weight, 20 · 8 / 32 = 5."""
+    from lib.teach.checkers._numbers import check_number
+
+    return check_number(my_q4_bits, 5.0, atol=1e-3, what="number of bits per weight in Q4_1",
+                        name="my_q4_bits", slips={
+        "4 bits exactly: the scale and minimum left out": (
+            4.0, "Each block of 32 also stores its own d and m."),
+        "the scale only, no minimum": (4.5, "Q4_1 stores w = d·q + m: two numbers."),
+        "a float32 scale and minimum": (6.0, "d and m are float16 in the file."),
+        "Q8_0's bits": (8.5, "Q8_0 is the embedding's format; ffn_up is Q4_1."),
+    })
+
+
+def check_f32_bytes(my_f32_bytes, rows: int = 1536, cols: int = 576):
+    """Chapter 15, exercise 3: the same matrix in float32, 4 bytes a weight."""
+    from lib.teach.checkers._numbers import check_number
+
+    n = _weights(rows, cols)
+    return check_number(my_f32_bytes, 4 * n, atol=0.5, what="size in float32, in bytes",
+                        name="my_f32_bytes", slips={
+        "bits, not bytes": (32 * n, "A byte is 8 bits."),
+        "float16's 2 bytes": (2 * n, "float32 takes 4 bytes a number."),
+        "one byte a weight": (n, "float32 takes 4 bytes a number."),
+    })
+
+
+__all__ += ["check_q4_1_bytes", "check_q4_1_bits", "check_f32_bytes"]
