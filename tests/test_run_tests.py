@@ -70,7 +70,27 @@ def test_the_longest_check_starts_first():
     assert expected == sorted(expected, reverse=True)
     assert [c.name for c in checks].count(f"{nb[0]} (AVX2)") == 1
     avx2 = next(c for c in checks if c.name.endswith("(AVX2)"))
-    assert avx2.env == {"ATEN_CPU_CAPABILITY": "avx2"} and avx2.notebook == nb[0].name
+    assert avx2.env == {"ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1",
+                        "MKL_NUM_THREADS": "1"} and avx2.notebook == nb[0].name
+
+
+def test_a_check_beside_another_gets_one_thread_and_one_alone_keeps_its_own():
+    nb = [ROOT / "book" / name for name in ("12_translation.ipynb", "15_pretrained_model.ipynb")]
+    checks = {c.name: c for c in run_tests.plan(nb, [nb[0]], lib=True, site=False)}
+    assert checks["library tests"].env["OMP_NUM_THREADS"] == "1"
+    assert checks[str(nb[1])].env["OMP_NUM_THREADS"] == "1"
+    for name in (str(nb[0]), f"{nb[0]} (AVX2)"):
+        assert checks[name].alone and "OMP_NUM_THREADS" not in checks[name].env
+
+
+def test_the_cpu_time_of_a_check_counts_its_child_processes():
+    busy = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.4: pass'])")
+    code, out, err, cpu = run_tests.run_one([sys.executable, "-c", busy], {})
+    assert code == 0, err
+    assert cpu >= 0.4  # the grandchild's busy loop is counted
+    code, _, _, idle = run_tests.run_one([sys.executable, "-c", "import time; time.sleep(0.4)"], {})
+    assert code == 0 and idle < 0.3  # sleeping is not CPU time
 
 
 def test_a_check_that_must_run_alone_never_overlaps_another(tmp_path):

@@ -9,13 +9,16 @@ The checks, each a separate process:
   (as `make test-avx2`: the kernels of a CPU without AVX-512);
 - the book build with warnings as errors and the browser test (`make test-site`).
 
-Most chapters run PyTorch on one thread (they pin it), so two checks side by side
-take about half the time of one after the other. A chapter that sets two threads
-(the translation chapter) runs alone: beside another check its training took over
-fifteen minutes instead of two. The longest expected check
+Two checks side by side take about half the time of one after the other when each
+uses one core, so every check that runs beside another gets OMP_NUM_THREADS=1 (most
+chapters pin PyTorch to one thread anyway; the SmolLM2 chapters did not, and with two
+threads each beside another check they took 3.5 and 2.1 min instead of 1.2 and 0.6).
+A chapter that sets two threads itself (the translation chapter) runs alone: beside
+another check its training took over fifteen minutes instead of two. The longest expected check
 starts first (times from site/run_times.json, else the notebook's stored cell
 times); two checks of the same notebook never run at once. Each check prints a
-line when it starts and one when it ends, with its time; a failing check does not
+line when it starts and one when it ends, with its time and the CPU time it used
+(its processes and theirs, from wait4); a failing check does not
 stop the others, its output is printed when it ends, and the exit status is 1 if
 any failed. The last lines list the time of the whole run and what failed.
 """
@@ -37,6 +40,9 @@ from run_notebooks import ROOT, chapter_seconds, minutes, nbval_argv  # noqa: E4
 # Expected minutes of the checks that are not notebooks, on an idle 2-core machine.
 LIB_SECONDS = 300
 SITE_SECONDS = 330
+# Beside another check, a check gets one thread (set here, so each chapter's own
+# torch.set_num_threads still wins).
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 @dataclass
@@ -70,7 +76,33 @@ def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list
         checks.append(Check(f"{path} (AVX2)", nbval_argv(path), chapter_seconds(path),
                             {"ATEN_CPU_CAPABILITY": "avx2"}, notebook=path.name,
                             alone=uses_both_cores(path)))
+    for check in checks:
+        if not check.alone:
+            check.env = {**ONE_THREAD, **check.env}
     return sorted(checks, key=lambda c: -c.expected)
+
+
+def run_one(argv: list[str], env: dict) -> tuple[int, str, str, float]:
+    """Run argv; return its exit code, stdout, stderr and the CPU seconds (user +
+    system) of the process and of every descendant it waited for."""
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env})
+    streams: dict[str, str] = {}
+
+    def drain(name, stream):
+        streams[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, s))
+               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for t in readers:
+        t.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return proc.returncode, streams["out"], streams["err"], usage.ru_utime + usage.ru_stime
 
 
 def run(checks: list[Check], jobs: int) -> list[Check]:
@@ -110,11 +142,10 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
                 continue
             print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
             t0 = time.monotonic()
-            result = subprocess.run(check.argv, cwd=ROOT, capture_output=True, text=True,
-                                    env={**os.environ, **check.env})
+            code, out, err, cpu = run_one(check.argv, check.env)
             took = time.monotonic() - t0
-            lines = [l for l in result.stdout.strip().splitlines() if l.strip()]
-            status = "passed" if result.returncode == 0 else "FAILED"
+            lines = [l for l in out.strip().splitlines() if l.strip()]
+            status = "passed" if code == 0 else "FAILED"
             with lock:
                 done[0] += 1
                 if check.notebook:
@@ -122,12 +153,13 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
                 busy[0] -= 1
                 if check.alone:
                     exclusive[0] = False
-                print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)}: "
+                print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)} "
+                      f"(CPU {minutes(cpu)}): "
                       f"{(lines[-1:] or ['(no output)'])[0].strip('= ')}", flush=True)
-                if result.returncode != 0:
+                if code != 0:
                     failed.append(check)
-                    print(result.stdout[-20000:], flush=True)
-                    print(result.stderr[-5000:], file=sys.stderr, flush=True)
+                    print(out[-20000:], flush=True)
+                    print(err[-5000:], file=sys.stderr, flush=True)
 
     threads = [threading.Thread(target=worker) for _ in range(jobs)]
     for t in threads:
