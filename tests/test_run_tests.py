@@ -110,3 +110,23 @@ def test_the_translation_chapter_runs_alone():
     alone = {p.name for p in (ROOT / "book").glob("*.ipynb") if run_tests.uses_both_cores(p)}
     assert "12_translation.ipynb" in alone
     assert "08_training.ipynb" not in alone
+
+
+def test_the_cpu_settings_run_every_notebook_under_each_setting():
+    nb = [ROOT / "book" / name for name in
+          ("08_training.ipynb", "12_translation.ipynb", "15_pretrained_model.ipynb")]
+    checks = {c.name: c for c in run_tests.plan_settings(nb, ["avx2", "omp1", "omp4"])}
+    assert len(checks) == 9
+    assert checks[f"{nb[0]} (avx2)"].env["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert checks[f"{nb[0]} (omp4)"].env["OMP_NUM_THREADS"] == "4"
+    assert not checks[f"{nb[0]} (omp4)"].alone  # chapter 8 pins one thread
+    assert checks[f"{nb[2]} (omp4)"].alone  # four threads of its own: nothing beside it
+    assert checks[f"{nb[2]} (omp1)"].env["OMP_NUM_THREADS"] == "1"
+    assert all(checks[f"{nb[1]} ({s})"].alone for s in ("avx2", "omp1", "omp4"))
+    assert "OMP_NUM_THREADS" not in checks[f"{nb[1]} (avx2)"].env  # it sets two itself
+
+
+def test_an_unknown_cpu_setting_is_refused_by_name():
+    import pytest
+    with pytest.raises(ValueError, match="'avx512'"):
+        run_tests.plan_settings([ROOT / "book" / "08_training.ipynb"], ["avx512"])

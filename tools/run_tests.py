@@ -55,6 +55,19 @@ class Check:
     alone: bool = False  # runs with nothing beside it (a chapter that trains on both cores)
 
 
+# The settings of `make test-cpus` (issue 22): each notebook under the kernels of a CPU
+# without AVX-512 and with one and four OpenMP threads (`make test` is the native run).
+SETTINGS = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
+    "omp1": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    "omp4": {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"},
+}
+
+
+def pins_one_thread(path: Path) -> bool:
+    return "torch.set_num_threads(1)" in path.read_text()
+
+
 def uses_both_cores(path: Path) -> bool:
     """A chapter that sets PyTorch to 2 threads: beside another check its threads wait
     on each other (the translation chapter's training took over 15 min instead of 2)."""
@@ -79,6 +92,22 @@ def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list
     for check in checks:
         if not check.alone:
             check.env = {**ONE_THREAD, **check.env}
+    return sorted(checks, key=lambda c: -c.expected)
+
+
+def plan_settings(notebooks: list[Path], settings: list[str]) -> list[Check]:
+    """Every notebook under each setting. A notebook under four threads that does not
+    pin PyTorch to one thread runs alone (four threads beside another check, on two
+    cores, mostly wait); the others as in `plan`."""
+    checks = []
+    for name in settings:
+        if name not in SETTINGS:
+            raise ValueError(f"settings: {name!r} is not one of {', '.join(SETTINGS)}")
+        for path in notebooks:
+            alone = uses_both_cores(path) or (name == "omp4" and not pins_one_thread(path))
+            env = dict(SETTINGS[name]) if alone else {**ONE_THREAD, **SETTINGS[name]}
+            checks.append(Check(f"{path} ({name})", nbval_argv(path), chapter_seconds(path),
+                                env, notebook=path.name, alone=alone))
     return sorted(checks, key=lambda c: -c.expected)
 
 
@@ -176,21 +205,30 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-lib", action="store_true", help="skip the library tests")
     parser.add_argument("--no-site", action="store_true", help="skip the book and browser test")
+    parser.add_argument("--settings", default="",
+                        help="instead of make test's checks: each notebook under these "
+                             f"settings ({' '.join(SETTINGS)}), as `make test-cpus`")
     parser.add_argument("--estimate", action="store_true", help="print the plan and its length, run nothing")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs: at least 1")
-    checks = plan(args.notebooks, [Path(p) for p in args.avx2.split()],
-                  lib=not args.no_lib, site=not args.no_site)
+    if args.settings:
+        try:
+            checks = plan_settings(args.notebooks, args.settings.split())
+        except ValueError as e:
+            parser.error(str(e))
+    else:
+        checks = plan(args.notebooks, [Path(p) for p in args.avx2.split()],
+                      lib=not args.no_lib, site=not args.no_site)
     serial = sum(c.expected for c in checks)
-    print(f"make test: {len(checks)} checks, {args.jobs} at a time; one after another they "
+    print(f"{'make test-cpus' if args.settings else 'make test'}: {len(checks)} checks, {args.jobs} at a time; one after another they "
           f"took {minutes(serial)} on 2 CPU cores, so expect about "
           f"{minutes(serial / args.jobs * 1.15)}", flush=True)
     if args.estimate:
         return 0
     started = time.monotonic()
     failed = run(checks, args.jobs)
-    print(f"make test took {minutes(time.monotonic() - started)}: "
+    print(f"{'make test-cpus' if args.settings else 'make test'} took {minutes(time.monotonic() - started)}: "
           f"{len(checks) - len(failed)} checks passed, {len(failed)} failed", flush=True)
     for check in failed:
         print(f"  failed: {check.name}")
