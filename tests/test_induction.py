@@ -133,6 +133,24 @@ def test_train_attention_only_records_checkpoints():
     assert run.model is not None and not run.model.training
 
 
+def test_train_attention_only_draws_its_probe_from_probe_range(monkeypatch):
+    import lib.teach.induction as induction
+
+    real, drawn = induction.repeated_tokens, []
+
+    def spy(*args, **kwargs):
+        drawn.append(real(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(induction, "repeated_tokens", spy)
+    ids = torch.randint(0, 12, (3000,), generator=torch.Generator().manual_seed(0))
+    lib.train_attention_only(ids, ids, 12, steps=2, every=2, context=16, batch_size=4,
+                             d_model=16, n_heads=2, probe_length=6, probe_batch=8,
+                             probe_range=(3, 7))
+    assert len(drawn) == 1
+    assert drawn[0].unique().tolist() == [3, 4, 5, 6]  # ids low .. high - 1, all of them
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="high"):
         lib.repeated_tokens(2, 3, low=5, high=6)
@@ -148,6 +166,9 @@ def test_bad_input():
         lib.train_attention_only([1, 2, 3], torch.arange(5), 5)
     with pytest.raises(ValueError, match="repeat_fraction"):
         lib.train_attention_only(torch.arange(500), torch.arange(500), 500, repeat_fraction=1.5)
+    for bad in ((5, 6), (0, 501), (-1, 4), [0, 4], (0.0, 4)):
+        with pytest.raises(ValueError, match="probe_range"):
+            lib.train_attention_only(torch.arange(500), torch.arange(500), 500, probe_range=bad)
 
 
 def test_write_twice_repeats_a_passage_inside_the_window():
