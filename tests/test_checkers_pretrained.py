@@ -229,3 +229,51 @@ def test_q4_1_size_checkers():
 def test_q4_1_size_checkers_refuse_what_is_not_a_number(checker, name, bad):
     with pytest.raises(TypeError, match=name):
         checker(bad)
+
+
+# ------------------------------------------- chapter 15's prediction on the rotary pairing
+
+ROPE_SLIPS = {"a": "the pairing taken for a convention of the code alone",
+              "b": "a rounding effect",
+              "c": "a small perturbation"}
+
+
+def test_rope_pairing_prediction_right_answer_and_each_slip():
+    for answer in ("d", "D", " (d) "):
+        verdict = lib.check_rope_pairing_prediction(answer)
+        assert verdict and verdict.mistake is None, answer
+    for letter, slip in ROPE_SLIPS.items():
+        verdict = lib.check_rope_pairing_prediction(letter)
+        assert not verdict and verdict.mistake == slip, letter
+        assert verdict.message.count("(d)") == 0  # a slip does not give the answer away
+    for other in ("?", "e", "", "ab"):
+        verdict = lib.check_rope_pairing_prediction(other)
+        assert not verdict and verdict.mistake == "not one of the options"
+    assert sorted(lib.ROPE_PAIRING_CHOICES) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("bad", [4, None, True, ["d"]])
+def test_rope_pairing_prediction_refuses_what_is_not_a_letter(bad):
+    with pytest.raises(TypeError, match="my_pairing_prediction"):
+        lib.check_rope_pairing_prediction(bad)
+
+
+def test_rope_pairing_answer_is_what_the_file_shows():
+    """Independent of the checker: SmolLM2's file with the half-split pairing on its own
+    rows gives another model (logits move by more than 1, the argmax changes), not a
+    rounding effect; and a query and key at the same position keep their score."""
+    gguf_path()  # skips without `make data`
+    model, tokenizer = lib.load_smollm2()
+    x = torch.tensor([tokenizer.encode("To be, or not to be, that is the question:")])
+    with torch.no_grad():
+        right = model(x)
+        for block in model.blocks:
+            block.attn.pairing = "half"
+        wrong = model(x)
+    diff = (right - wrong).abs().amax(dim=-1)[0]  # per position
+    assert float(diff[0]) < 1e-3  # position 0: no rotation at all, under either pairing
+    assert float(diff.max()) > 1
+    changed = int((right.argmax(-1) != wrong.argmax(-1)).sum())
+    assert changed >= 2  # the predicted token changes at several positions
+    assert lib.check_rope_pairing_prediction("d")
+    assert not any(lib.check_rope_pairing_prediction(c) for c in "abc")

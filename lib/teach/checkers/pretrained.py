@@ -304,3 +304,54 @@ def check_f32_bytes(my_f32_bytes, rows: int = 1536, cols: int = 576):
 
 
 __all__ += ["check_q4_1_bytes", "check_q4_1_bits", "check_f32_bytes"]
+
+
+# ------------------------------------------- the prediction prompt on the rotary pairing
+
+ROPE_PAIRING_CHOICES = {
+    "a": "the same logits: the pairing is a choice of the code, the weights do not care",
+    "b": "differences of float rounding (about 1e-4), the same predicted token everywhere",
+    "c": "a small shift: logits move by less than 1, the predicted token stays the same "
+         "at almost every position",
+    "d": "another model: logits move by more than 1 and the predicted token changes at "
+         "many positions",
+}
+"""The options of chapter 15's "Predict first" prompt: `lib` keeps the GGUF file's rows of
+W_Q and W_K (laid out for the interleaved pairs) but rotates with Hugging Face's
+half-split pairing. The chapter measures the answer on three prompts."""
+
+_ROPE_PAIRING_SLIPS = {
+    "a": ("the pairing taken for a convention of the code alone",
+          "The rows of W_Q and W_K were trained for one pairing. Rotating features i and "
+          "i + 32 together, where the file has 2i and 2i + 1, turns features of two "
+          "different pairs into each other: every score between two different positions changes."),
+    "b": ("a rounding effect",
+          "Rounding differences come from adding the same numbers in another order. Here "
+          "other numbers are rotated together, by other angles: the function itself changes."),
+    "c": ("a small perturbation",
+          "The wrong pairing is not a small error on a few features: it mixes features of "
+          "different pairs in every query and key head of all 30 layers, and each layer "
+          "reads the output of the one before."),
+}
+
+
+def check_rope_pairing_prediction(my_pairing_prediction) -> Verdict:
+    """Chapter 15, "Predict first": one letter of `ROPE_PAIRING_CHOICES`. Right for "d"
+    (the chapter measures a logit difference above 1 and changed predictions); for
+    each other letter the slip it stands for, by name."""
+    if not isinstance(my_pairing_prediction, str):
+        raise TypeError(f"my_pairing_prediction must be one letter, 'a' to 'd', got "
+                        f"{type(my_pairing_prediction).__name__} {my_pairing_prediction!r}")
+    letter = my_pairing_prediction.strip().strip("()").lower()
+    if letter not in ROPE_PAIRING_CHOICES:
+        return Verdict(False, f"✗ my_pairing_prediction must be one of 'a', 'b', 'c', 'd', "
+                       f"got {my_pairing_prediction!r}.", mistake="not one of the options")
+    if letter == "d":
+        return Verdict(True, f"✓ Right: ({letter}) {ROPE_PAIRING_CHOICES[letter]}. The next "
+                       "cells measure it.")
+    slip, hint = _ROPE_PAIRING_SLIPS[letter]
+    return Verdict(False, f"✗ Not ({letter}) {ROPE_PAIRING_CHOICES[letter]}: a classic slip, "
+                   f"{slip}. {hint}", mistake=slip)
+
+
+__all__ += ["ROPE_PAIRING_CHOICES", "check_rope_pairing_prediction"]
