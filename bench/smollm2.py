@@ -30,12 +30,20 @@ import time
 import torch
 
 import lib
+from lib.model.llama import set_fast_attention
 
 
 def timed(fn):
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
+
+
+def timed_both(fn):
+    """(wall seconds, CPU seconds of this process, output)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
 def copy_bandwidth(n_bytes: int = 256 * 2**20, repeats: int = 5) -> float:
@@ -76,30 +84,46 @@ def main() -> None:
           f"{platform.machine()}, {args.threads} threads; prompt {len(chat)} tokens, "
           f"{args.new} new, best of {args.repeats}")
     print(f"load: lib {seconds_lib:.1f} s, Hugging Face {seconds_hf:.1f} s")
-    print(f"{'batch':>5}  {'lib tok/s':>9}  {'HF tok/s':>9}  {'lib/HF time':>11}")
+    print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("tokens/s from the best wall time, and from the best CPU time of the process "
+          "(less sensitive to other processes); lib = the fast path (LlamaAttention), "
+          "lib plain = the same model with set_fast_attention(False) (ModernDecoder's "
+          "attention: rotary tables per layer and step, torch.cat cache)")
+    print(f"{'batch':>5}  {'lib tok/s':>9}  {'plain tok/s':>11}  {'HF tok/s':>9}  "
+          f"{'lib/HF':>6}  {'plain/HF':>8}   (wall | CPU)")
     n = args.new
     for batch in args.batch:
         prompt = torch.tensor([chat] * batch)
-        runs = {
-            "lib": lambda: lib.generate(model, prompt, n, greedy=True, use_cache=True),
-            "hf": lambda: reference.generate(prompt, max_new_tokens=n, min_new_tokens=n,
-                                             do_sample=False, use_cache=True),
-        }
+
+        def lib_run(fast, steps=n):
+            set_fast_attention(model, fast)
+            return lib.generate(model, prompt, steps, greedy=True, use_cache=True)
+
+        def hf_run(steps=n):
+            return reference.generate(prompt, max_new_tokens=steps, min_new_tokens=steps,
+                                      do_sample=False, use_cache=True)
+
+        runs = {"lib": lambda: lib_run(True), "plain": lambda: lib_run(False), "hf": hf_run}
         with torch.no_grad():
-            for fn in runs.values():  # one untimed run each: start-up costs
-                fn()
-            best, outs = {k: float("inf") for k in runs}, {}
-            for _ in range(args.repeats):
+            lib_run(True, 4), lib_run(False, 4), hf_run(4)  # short untimed runs: start-up costs
+            best = {k: [float("inf"), float("inf")] for k in runs}
+            outs = {}
+            for _ in range(args.repeats):  # interleaved: lib, plain, HF, lib, ...
                 for name, fn in runs.items():
-                    seconds, outs[name] = timed(fn)
-                    best[name] = min(best[name], seconds)
+                    wall, cpu, outs[name] = timed_both(fn)
+                    best[name] = [min(best[name][0], wall), min(best[name][1], cpu)]
+        assert torch.equal(outs["lib"], outs["plain"]), "fast and plain paths differ"
         first = outs["lib"][0, len(chat):].tolist()
         # before the first EOS: min_new_tokens forbids the reference's EOS, not lib's
         end = first.index(tokenizer.eos_id) if tokenizer.eos_id in first else len(first)
         assert first[:end] == outs["hf"][0, len(chat):len(chat) + end].tolist(), "tokens differ"
         tokens = batch * n
-        print(f"{batch:>5}  {tokens / best['lib']:>9.1f}  {tokens / best['hf']:>9.1f}  "
-              f"{best['lib'] / best['hf']:>11.2f}", flush=True)
+        for i, kind in enumerate(("wall", "CPU")):
+            rate = {k: tokens / best[k][i] for k in runs}
+            print(f"{batch:>5}  {rate['lib']:>9.1f}  {rate['plain']:>11.1f}  {rate['hf']:>9.1f}  "
+                  f"{best['lib'][i] / best['hf'][i]:>6.2f}  {best['plain'][i] / best['hf'][i]:>8.2f}"
+                  f"   {kind}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     bandwidth = copy_bandwidth()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"peak resident memory {peak / 1e9:.2f} GB (both models in float32)")

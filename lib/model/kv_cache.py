@@ -21,6 +21,8 @@ Tensors are (B, h, t, d_k), the layout `MultiHeadAttention` attends in.
 `AttentionCache.update` appends with ``torch.cat``, which copies the cache at
 every step (O(t) copying per step): simple to read, and fine at this course's
 lengths; production caches allocate the full length once and write in place.
+`AttentionCache.update_in_place` is that variant (a buffer that doubles when full),
+used by the SmolLM2 path of chapter 15.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class AttentionCache:
         self.static = bool(static)
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
+        self._buffers: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)  # update_in_place
 
     @property
     def length(self) -> int:
@@ -63,6 +66,48 @@ class AttentionCache:
                 )
             self.k = torch.cat([self.k, k], dim=-2)  # (B, h, t + m, d_k)
             self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def update_in_place(self, k: torch.Tensor, v: torch.Tensor,
+                        reserve: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+        """`update` without the copy of the whole cache at every step: the same result
+        (keys and values (B, h, t + m, d_k), equal to `update`'s), but written into a
+        buffer allocated with room for at least ``reserve`` more positions (its
+        length doubles when full), so a step copies only its m new positions.
+
+        ``self.k`` and ``self.v`` are then views of the first t + m positions of the
+        buffers: the same shapes and values as `update` gives, and `reorder` or
+        replacing them still works (the next call starts a new buffer from them).
+        Used by the SmolLM2 decoding path (`lib.model.llama`, bench/smollm2.py).
+        """
+        require_positive_int("reserve", reserve)
+        if self.static:
+            return self.update(k, v)
+        if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]):
+            raise ValueError(
+                f"the new keys {tuple(k.shape)} do not continue the cached ones "
+                f"{tuple(self.k.shape)}: same batch, heads and d_k needed"
+            )
+        t, m = self.length, k.shape[-2]
+        buf_k, buf_v = self._buffers
+        fits = (
+            buf_k is not None and self.k is not None
+            and self.k.data_ptr() == buf_k.data_ptr() and self.v.data_ptr() == buf_v.data_ptr()
+            and self.k.shape == buf_k[:, :, :t].shape and self.k.stride() == buf_k.stride()
+            and buf_k.dtype == k.dtype and buf_k.device == k.device and t + m <= buf_k.shape[-2]
+        )
+        if not fits:  # a new buffer: the cached positions copied once, room to grow
+            B, h, _, d = k.shape
+            size = t + m + max(reserve, t + m)
+            buf_k = k.new_empty(B, h, size, d)
+            buf_v = v.new_empty(B, h, size, v.shape[-1])
+            if t:
+                buf_k[:, :, :t] = self.k
+                buf_v[:, :, :t] = self.v
+            self._buffers = (buf_k, buf_v)
+        buf_k[:, :, t : t + m] = k
+        buf_v[:, :, t : t + m] = v
+        self.k, self.v = buf_k[:, :, : t + m], buf_v[:, :, : t + m]
         return self.k, self.v
 
     def reorder(self, rows: torch.Tensor) -> None:

@@ -33,14 +33,25 @@ import os
 import numpy as np
 import torch
 
-from lib.model.modern import ModernConfig, ModernDecoder
+from lib._checks import require_float, shape
+from lib.model.kv_cache import AttentionCache
+from lib.model.modern import (
+    GroupedQueryAttention,
+    ModernConfig,
+    ModernDecoder,
+    apply_rotary,
+    rotary_tables,
+)
 
 __all__ = [
+    "LlamaAttention",
     "half_to_interleaved",
     "interleaved_to_half",
     "llama_config",
+    "llama_decoder",
     "load_llama_gguf",
     "load_smollm2",
+    "set_fast_attention",
 ]
 
 _BLOCK_TENSORS = {  # GGUF name inside blk.N -> parameter inside blocks.N
@@ -105,6 +116,100 @@ def half_to_interleaved(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     return weight.reshape(n_heads, 2, d_head // 2, d_in).transpose(1, 2).reshape(rows, d_in)
 
 
+class _RotaryTable:
+    """cos and sin of `rotary_tables` for positions 0..L-1, computed once and shared by
+    every layer; L doubles when a longer prefix is needed. A slice [offset, offset + T)
+    equals ``rotary_tables(T, d_head, base, offset)`` bit for bit (the same float64
+    angles p · ω_i, rounded once)."""
+
+    def __init__(self, d_head: int, base: float, max_len: int):
+        self.d_head, self.base, self.max_len = d_head, base, max_len
+        self.tables: dict = {}  # (dtype, device) -> (cos, sin)
+
+    def get(self, offset: int, T: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+        cos, sin = self.tables.get((dtype, device), (None, None))
+        if cos is None or offset + T > cos.shape[0]:
+            length = min(max(512, 2 * (offset + T)), max(self.max_len, offset + T))
+            cos, sin = rotary_tables(length, self.d_head, self.base, dtype=dtype)
+            cos, sin = cos.to(device), sin.to(device)
+            self.tables[(dtype, device)] = (cos, sin)
+        return cos[offset : offset + T], sin[offset : offset + T]
+
+
+class LlamaAttention(GroupedQueryAttention):
+    """`GroupedQueryAttention` with two costs of the decoding step removed, the same
+    numbers out (bit for bit): the rotary cos/sin are sliced from a table computed once
+    and shared by the layers (not recomputed in every layer at every step), and the
+    KV cache grows in place (`AttentionCache.update_in_place`, not ``torch.cat`` of
+    the whole cache). `load_llama_gguf` builds its blocks with it; with a hook on
+    ``hook_pattern`` (chapter 16) or ``fast = False`` it runs `GroupedQueryAttention`'s
+    own forward. Measured in bench/smollm2.py.
+    """
+
+    def __init__(self, *args, rope_table: _RotaryTable | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rope_table = rope_table
+        self.fast = True
+
+    def forward(self, x: torch.Tensor, cache: AttentionCache | None = None) -> torch.Tensor:
+        if not self.fast or self.hook_pattern.active or self.rope_table is None:
+            return super().forward(x, cache)
+        require_float("x", x)
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (B, T, d_model={self.d_model}), got {shape(x)}")
+        if x.dtype != self.w_q.weight.dtype or x.device != self.w_q.weight.device:
+            return super().forward(x, cache)  # its checks name the mismatch
+        if cache is not None and not isinstance(cache, AttentionCache):
+            raise TypeError(f"cache must be a lib.AttentionCache, got {type(cache).__name__}")
+        B, T, _ = x.shape
+        offset = 0 if cache is None else cache.length
+        q = self.w_q(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d)
+        k = self.w_k(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, g, T, d)
+        v = self.w_v(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        cos, sin = self.rope_table.get(offset, T, torch.promote_types(q.dtype, torch.float32),
+                                       x.device)
+        q = apply_rotary(q, cos, sin, self.pairing)
+        k = apply_rotary(k, cos, sin, self.pairing)
+        if cache is not None:
+            k, v = cache.update_in_place(k, v)  # (B, g, offset + T, d), not repeated
+        z = self._fused(q, k, v, offset, T, k.shape[-2])
+        z = self.hook_z(z.transpose(1, 2))  # (B, T, h, d_head)
+        return self.w_o(z.reshape(B, T, self.n_heads * self.d_head))
+
+
+def set_fast_attention(model: ModernDecoder, fast: bool) -> ModernDecoder:
+    """Switch the `LlamaAttention` fast path of every block on or off (the same outputs;
+    bench/smollm2.py times both). Returns the model."""
+    if not isinstance(fast, bool):
+        raise TypeError(f"fast: expected True or False, got {fast!r}")
+    found = False
+    for module in model.modules():
+        if isinstance(module, LlamaAttention):
+            module.fast, found = fast, True
+    if not found:
+        raise ValueError("model: no LlamaAttention inside (build it with load_llama_gguf)")
+    return model
+
+
+def llama_decoder(config: ModernConfig) -> ModernDecoder:
+    """A `ModernDecoder` of a rotary `config` whose blocks attend with `LlamaAttention`
+    (the same parameters, names and outputs as ``ModernDecoder(config)``; a faster
+    decoding step). `load_llama_gguf` builds its model with it."""
+    if not isinstance(config, ModernConfig):
+        raise TypeError(f"config: expected a lib.ModernConfig, got {type(config).__name__}")
+    if config.position != "rotary":
+        raise ValueError(f"config: position must be 'rotary', got {config.position!r}")
+    model = ModernDecoder(config)
+    table = _RotaryTable(config.d_model // config.n_heads, config.rope_base, config.max_len)
+    for block in model.blocks:  # the same attention, with the decoding step's costs removed
+        old = block.attn
+        block.attn = LlamaAttention(config.d_model, config.n_heads, config.n_kv_heads,
+                                    bias=config.bias, rope_base=config.rope_base,
+                                    pairing=config.rope_pairing, rope_table=table)
+        block.attn.load_state_dict(old.state_dict())  # keep the initialisation
+    return model
+
+
 def load_llama_gguf(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32,
                     device: str | torch.device | None = None, pairing: str = "interleaved",
                     permute: bool | None = None, q8_0=None, q4_1=None) -> ModernDecoder:
@@ -128,7 +233,7 @@ def load_llama_gguf(path: str | os.PathLike, *, dtype: torch.dtype = torch.float
     file = read_gguf(path)
     config = llama_config(file.metadata, pairing=pairing)
     with torch.device("meta"):  # no random initialisation of 135 M weights to overwrite
-        model = ModernDecoder(config)
+        model = llama_decoder(config)
     model = model.to_empty(device=device or "cpu").to(dtype)
     model.head.weight = model.embed.weight  # to_empty made two tensors of the tied one
     params = dict(model.named_parameters())  # a tied matrix appears once, as embed.weight
