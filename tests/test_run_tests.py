@@ -74,13 +74,15 @@ def test_the_longest_check_starts_first():
                         "MKL_NUM_THREADS": "1"} and avx2.notebook == nb[0].name
 
 
-def test_a_check_beside_another_gets_one_thread_and_one_alone_keeps_its_own():
+def test_a_check_gets_one_thread_and_a_two_thread_chapter_waits_passively():
     nb = [ROOT / "book" / name for name in ("12_translation.ipynb", "15_pretrained_model.ipynb")]
-    checks = {c.name: c for c in run_tests.plan(nb, [nb[0]], lib=True, site=False)}
-    assert checks["library tests"].env["OMP_NUM_THREADS"] == "1"
-    assert checks[str(nb[1])].env["OMP_NUM_THREADS"] == "1"
+    checks = {c.name: c for c in run_tests.plan(nb, [nb[0]], lib=True, site=True)}
+    assert not any(c.alone for c in checks.values())
+    for name in ("library tests", "book build and browser test", str(nb[1])):
+        assert checks[name].env == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, name
     for name in (str(nb[0]), f"{nb[0]} (AVX2)"):
-        assert checks[name].alone and "OMP_NUM_THREADS" not in checks[name].env
+        assert checks[name].env["OMP_WAIT_POLICY"] == "PASSIVE"
+        assert "OMP_NUM_THREADS" not in checks[name].env  # it sets two itself
 
 
 def test_the_cpu_time_of_a_check_counts_its_child_processes():
@@ -106,10 +108,10 @@ def test_a_check_that_must_run_alone_never_overlaps_another(tmp_path):
         assert o1 <= s0 or s1 <= o0, name
 
 
-def test_the_translation_chapter_runs_alone():
-    alone = {p.name for p in (ROOT / "book").glob("*.ipynb") if run_tests.uses_both_cores(p)}
-    assert "12_translation.ipynb" in alone
-    assert "08_training.ipynb" not in alone
+def test_the_translation_chapter_is_the_one_that_sets_two_threads():
+    both = {p.name for p in (ROOT / "book").glob("*.ipynb") if run_tests.uses_both_cores(p)}
+    assert "12_translation.ipynb" in both
+    assert "08_training.ipynb" not in both
 
 
 def test_the_cpu_settings_run_every_notebook_under_each_setting():
@@ -122,8 +124,9 @@ def test_the_cpu_settings_run_every_notebook_under_each_setting():
     assert not checks[f"{nb[0]} (omp4)"].alone  # chapter 8 pins one thread
     assert checks[f"{nb[2]} (omp4)"].alone  # four threads of its own: nothing beside it
     assert checks[f"{nb[2]} (omp1)"].env["OMP_NUM_THREADS"] == "1"
-    assert all(checks[f"{nb[1]} ({s})"].alone for s in ("avx2", "omp1", "omp4"))
-    assert "OMP_NUM_THREADS" not in checks[f"{nb[1]} (avx2)"].env  # it sets two itself
+    assert not any(checks[f"{nb[1]} ({s})"].alone for s in ("avx2", "omp1", "omp4"))
+    assert checks[f"{nb[1]} (avx2)"].env == {"OMP_WAIT_POLICY": "PASSIVE",
+                                              "ATEN_CPU_CAPABILITY": "avx2"}
 
 
 def test_an_unknown_cpu_setting_is_refused_by_name():

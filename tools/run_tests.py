@@ -13,8 +13,13 @@ Two checks side by side take about half the time of one after the other when eac
 uses one core, so every check that runs beside another gets OMP_NUM_THREADS=1 (most
 chapters pin PyTorch to one thread anyway; the SmolLM2 chapters did not, and with two
 threads each beside another check they took 3.5 and 2.1 min instead of 1.2 and 0.6).
-A chapter that sets two threads itself (the translation chapter) runs alone: beside
-another check its training took over fifteen minutes instead of two. The longest expected check
+A chapter that sets two threads itself (the translation chapter) keeps them and runs
+beside another check with OMP_WAIT_POLICY=PASSIVE: its threads sleep while they wait
+for each other instead of spinning. Spinning, beside another check, its training took
+over fifteen minutes instead of two; run alone it left a core idle in its serial parts
+(3.1 min of both cores, twice). Passive, beside chapter 14 on a loaded machine, it used
+5.6 CPU minutes against 7.3 spinning. The wait policy changes no result (the work is
+split between the same two threads). The longest expected check
 starts first (times from site/run_times.json, else the notebook's stored cell
 times); two checks of the same notebook never run at once. Each check prints a
 line when it starts and one when it ends, with its time and the CPU time it used
@@ -43,6 +48,8 @@ SITE_SECONDS = 330
 # Beside another check, a check gets one thread (set here, so each chapter's own
 # torch.set_num_threads still wins).
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# A chapter that sets two threads itself: its threads sleep, not spin, while they wait.
+PASSIVE = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass
@@ -52,7 +59,7 @@ class Check:
     expected: float
     env: dict = field(default_factory=dict)
     notebook: str | None = None  # two checks of one notebook never run together
-    alone: bool = False  # runs with nothing beside it (a chapter that trains on both cores)
+    alone: bool = False  # runs with nothing beside it (`make test-cpus`: four threads)
 
 
 # The settings of `make test-cpus` (issue 22): each notebook under the kernels of a CPU
@@ -70,28 +77,34 @@ def pins_one_thread(path: Path) -> bool:
 
 def uses_both_cores(path: Path) -> bool:
     """A chapter that sets PyTorch to 2 threads: beside another check its threads wait
-    on each other (the translation chapter's training took over 15 min instead of 2)."""
+    on each other, so they must wait passively (spinning, the translation chapter's
+    training took over 15 min instead of 2)."""
     return "torch.set_num_threads(2)" in path.read_text()
+
+
+def threads_env(path: Path) -> dict:
+    """Beside another check: one thread, or two that wait passively for a chapter that
+    sets two itself (its own torch.set_num_threads wins over OMP_NUM_THREADS)."""
+    return dict(PASSIVE) if uses_both_cores(path) else dict(ONE_THREAD)
 
 
 def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list[Check]:
     checks = []
     if lib:
         checks.append(Check("library tests", [sys.executable, "-m", "pytest", "tests", "-q",
-                                              "-p", "no:cacheprovider"], LIB_SECONDS))
+                                              "-p", "no:cacheprovider"], LIB_SECONDS,
+                            dict(ONE_THREAD)))
     if site:
         checks.append(Check("book build and browser test", ["make", "--no-print-directory",
-                                                            "test-site"], SITE_SECONDS))
+                                                            "test-site"], SITE_SECONDS,
+                            dict(ONE_THREAD)))
     for path in notebooks:
-        checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path), notebook=path.name,
-                            alone=uses_both_cores(path)))
+        checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path),
+                            threads_env(path), notebook=path.name))
     for path in avx2:
         checks.append(Check(f"{path} (AVX2)", nbval_argv(path), chapter_seconds(path),
-                            {"ATEN_CPU_CAPABILITY": "avx2"}, notebook=path.name,
-                            alone=uses_both_cores(path)))
-    for check in checks:
-        if not check.alone:
-            check.env = {**ONE_THREAD, **check.env}
+                            {**threads_env(path), "ATEN_CPU_CAPABILITY": "avx2"},
+                            notebook=path.name))
     return sorted(checks, key=lambda c: -c.expected)
 
 
@@ -104,8 +117,8 @@ def plan_settings(notebooks: list[Path], settings: list[str]) -> list[Check]:
         if name not in SETTINGS:
             raise ValueError(f"settings: {name!r} is not one of {', '.join(SETTINGS)}")
         for path in notebooks:
-            alone = uses_both_cores(path) or (name == "omp4" and not pins_one_thread(path))
-            env = dict(SETTINGS[name]) if alone else {**ONE_THREAD, **SETTINGS[name]}
+            alone = name == "omp4" and not pins_one_thread(path) and not uses_both_cores(path)
+            env = dict(SETTINGS[name]) if alone else {**threads_env(path), **SETTINGS[name]}
             checks.append(Check(f"{path} ({name})", nbval_argv(path), chapter_seconds(path),
                                 env, notebook=path.name, alone=alone))
     return sorted(checks, key=lambda c: -c.expected)
