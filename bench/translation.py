@@ -168,6 +168,23 @@ def translation_memory(split) -> list[str]:
     return out
 
 
+def worst_verses(hypotheses: list[str], references: list[str], names: list[str]) -> None:
+    """The chapter's "worst verses are short" reading, measured: the five lowest
+    sentence chrF scores (beam) with their reference lengths in words, against the
+    median length, and the median length of the worst and best 30."""
+    chrf = sacrebleu.CHRF()
+    score = [chrf.sentence_score(h, [r]).score for h, r in zip(hypotheses, references)]
+    ranked = sorted(range(len(score)), key=lambda k: -score[k])  # as the chapter ranks
+    words = [len(r.split()) for r in references]
+    median = sorted(words)[len(words) // 2]
+    print(f"median reference length {median} words; the worst five (beam):")
+    for k in ranked[-5:]:
+        print(f"  {names[k]}: chrF {score[k]:.1f}, {words[k]} words")
+    worst30 = sorted(words[k] for k in ranked[-30:])[15]
+    best30 = sorted(words[k] for k in ranked[:30])[15]
+    print(f"median length of the worst 30: {worst30}, of the best 30: {best30}")
+
+
 def chapter_run(seed: int, threads: int) -> None:
     """The chapter's training cells with another model seed, then its comparisons."""
     torch.set_num_threads(threads)
@@ -205,6 +222,7 @@ def chapter_run(seed: int, threads: int) -> None:
         for a, b in (("beam", "greedy"), ("memory", "greedy"), ("memory", "beam")):
             d = lib.paired_bootstrap(metric, hypotheses[a], hypotheses[b], references)
             print(f"{metric_name} {a} - {b}: {d}  p {d.p_value:.3f}")
+    worst_verses(hypotheses["beam"], references, [p.reference for p in split.test])
     alignment = {rows: lib.score_attention_alignments(model, split.test, test, rows=rows)
                  for rows in ("predict", "read")}
     for rows, scored in alignment.items():
