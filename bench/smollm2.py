@@ -17,6 +17,37 @@ batch-1 decoding: each new token reads every weight once (538 MB in float32), so
 tokens/s cannot exceed (measured copy bandwidth) / (bytes of weights). A measured
 speed far below that bound means the step is bound by per-operation overhead, not
 by memory.
+
+Results, 2026-11-25 (x86_64, 2 cores shared with other jobs: load average 6-11
+during every run, so the wall times are several times slower than on an idle
+machine; the interleaving makes the ratios comparable, the absolute figures are not).
+"lib" is the fast path (`lib.model.llama.LlamaAttention`: rotary cos/sin from one
+table computed once, KV cache grown in place), "plain" the same model with
+``set_fast_attention(model, False)`` (`GroupedQueryAttention`: rotary tables
+recomputed in every layer at every step, ``torch.cat`` of the whole cache); both
+give the same tokens, bit for bit, and the same tokens as Hugging Face.
+
+    run                                   batch  lib tok/s  plain tok/s  HF tok/s  lib/HF  plain/HF
+    --threads 1 --repeats 1, CPU time       8       66.2       62.1        68.8     1.04    1.11
+    --threads 1 --repeats 1, wall time      8       16.2       15.1        16.7     1.04    1.11
+    --threads 2 --repeats 2, CPU time       1        3.2        3.5         3.2     1.01    0.94
+    --threads 2 --repeats 2, wall time      1        0.6        1.1         1.7     2.85    1.64
+
+    (previous session, before LlamaAttention, one run on a loaded machine:
+     lib/HF 0.96 at batch 1, 1.20 at batch 8)
+
+Peak resident memory 2.19 GB (lib's and Hugging Face's models, float32, both in the
+process); weights 538 MB, copy bandwidth 10 GB/s, so the batch-1 bound is 19
+tokens/s. The batch-1 rows at two threads are dominated by the load (8-11 on 2
+cores: OpenMP threads spin while waiting, which inflates the CPU time too, and the
+wall ratios swing by 3x between the three runs); they say nothing reliable beyond
+"the three are within noise". The batch-8 run at one thread (no spinning) is the
+reliable one: the fast path is 7 % faster than the plain one and 4 % slower than
+Hugging Face. What remains is the prefill: `lib.generate` takes the logits of
+every prompt position (8 x 37 x 49152, 16.8 GFLOP of output head, about 5 % of
+the run's 350 GFLOP) where Hugging Face computes the last position's only
+(``logits_to_keep=1``); computing the head on the last position in the cached
+path of `lib.generate` (lib/train/generate.py) is the next step.
 """
 
 from __future__ import annotations
