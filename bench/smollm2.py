@@ -18,36 +18,39 @@ tokens/s cannot exceed (measured copy bandwidth) / (bytes of weights). A measure
 speed far below that bound means the step is bound by per-operation overhead, not
 by memory.
 
-Results, 2026-11-25 (x86_64, 2 cores shared with other jobs: load average 6-11
-during every run, so the wall times are several times slower than on an idle
-machine; the interleaving makes the ratios comparable, the absolute figures are not).
-"lib" is the fast path (`lib.model.llama.LlamaAttention`: rotary cos/sin from one
-table computed once, KV cache grown in place), "plain" the same model with
-``set_fast_attention(model, False)`` (`GroupedQueryAttention`: rotary tables
-recomputed in every layer at every step, ``torch.cat`` of the whole cache); both
-give the same tokens, bit for bit, and the same tokens as Hugging Face.
+Results, 2026-11-25 (x86_64, 2 cores shared with other jobs). "lib" is the fast
+path (`lib.model.llama.LlamaAttention`: rotary cos/sin from one table computed once,
+KV cache grown in place), "plain" the same model with ``set_fast_attention(model,
+False)`` (`GroupedQueryAttention`: rotary tables recomputed in every layer at every
+step, ``torch.cat`` of the whole cache); both give the same tokens, bit for bit, and
+the same tokens as Hugging Face (asserted).
 
-    run                                   batch  lib tok/s  plain tok/s  HF tok/s  lib/HF  plain/HF
-    --threads 1 --repeats 1, CPU time       8       66.2       62.1        68.8     1.04    1.11
-    --threads 1 --repeats 1, wall time      8       16.2       15.1        16.7     1.04    1.11
-    --threads 2 --repeats 2, CPU time       1        3.2        3.5         3.2     1.01    0.94
-    --threads 2 --repeats 2, wall time      1        0.6        1.1         1.7     2.85    1.64
+    run (all 128 new tokens)          load avg   batch  lib tok/s  plain tok/s  HF tok/s  lib/HF  plain/HF
+    --threads 2 --repeats 2, wall     3.0 -> 2.2   1      16.8       16.7        16.6     0.99    0.99
+    --threads 2 --repeats 2, wall     3.0 -> 2.2   8      94.1       83.5        96.6     1.03    1.16
+    --threads 2 --repeats 2, CPU      3.0 -> 2.2   1       8.7        8.6         8.6     0.99    1.00
+    --threads 2 --repeats 2, CPU      3.0 -> 2.2   8      47.3       42.0        48.6     1.03    1.16
+    --threads 1 --repeats 1, wall     6.2 -> 7.6   8      16.2       15.1        16.7     1.04    1.11
+    --threads 1 --repeats 1, CPU      6.2 -> 7.6   8      66.2       62.1        68.8     1.04    1.11
 
     (previous session, before LlamaAttention, one run on a loaded machine:
-     lib/HF 0.96 at batch 1, 1.20 at batch 8)
+     lib/HF 0.96 at batch 1, 1.20 at batch 8. An earlier two-thread run this
+     session at load 8-11 gave wall ratios of 2.85 / 1.64 at batch 1 against CPU
+     ratios of 1.01 / 0.94: at that load the wall times are noise.)
 
-Peak resident memory 2.19 GB (lib's and Hugging Face's models, float32, both in the
-process); weights 538 MB, copy bandwidth 10 GB/s, so the batch-1 bound is 19
-tokens/s. The batch-1 rows at two threads are dominated by the load (8-11 on 2
-cores: OpenMP threads spin while waiting, which inflates the CPU time too, and the
-wall ratios swing by 3x between the three runs); they say nothing reliable beyond
-"the three are within noise". The batch-8 run at one thread (no spinning) is the
-reliable one: the fast path is 7 % faster than the plain one and 4 % slower than
-Hugging Face. What remains is the prefill: `lib.generate` takes the logits of
-every prompt position (8 x 37 x 49152, 16.8 GFLOP of output head, about 5 % of
-the run's 350 GFLOP) where Hugging Face computes the last position's only
-(``logits_to_keep=1``); computing the head on the last position in the cached
-path of `lib.generate` (lib/train/generate.py) is the next step.
+Peak resident memory 2.21 GB (lib's and Hugging Face's models, float32, in one
+process). Weights 538 MB; copy bandwidth 45 GB/s at load 2 (10 GB/s at load 8),
+so the batch-1 bound is 84 tokens/s: batch 1 runs at a fifth of it, bound by
+per-operation overhead (hundreds of small operations a step), not by memory.
+CPU tok/s at two threads counts both threads (and their spinning), hence about
+half the wall figure. Batch 1: lib and HF are equal (0.99). Batch 8, both
+settings agree: the fast path takes 6-11 % less time than the plain one and 3-4 % slower
+than Hugging Face. Not the prefill: `lib.generate` takes the logits of every prompt
+position (8 x 37 x 49152) where Hugging Face computes the last one only
+(``logits_to_keep=1``), but that head costs 0.2 s of CPU of a 14.6 s run
+(measured: prefill 0.97 s with every position's logits, 0.76 s with the last's),
+1.4 %. The rest is not located yet (per-layer Python and checks, RMSNorm's six
+operations, the interleaved rotary's strided slices and stack are candidates).
 """
 
 from __future__ import annotations
