@@ -24,6 +24,7 @@ import pathlib
 import torch
 
 from lib.train.bpe import BPETokenizer
+from lib.train.translation import require_pinned_file
 
 __all__ = [
     "BPE_LM_CHECKPOINT",
@@ -92,17 +93,10 @@ def load_bpe_lm_checkpoint(path, sha256: str, tokenizer: BPETokenizer | None = N
     the stored merges; the weights come back in float32, the model in eval mode."""
     from lib.model.families import DecoderOnlyModel
 
-    path = pathlib.Path(path)
-    if not isinstance(sha256, str) or len(sha256) != 64:
-        raise ValueError("sha256: give the 64 hex digits the checkpoint is pinned to")
     if tokenizer is not None and not isinstance(tokenizer, BPETokenizer):
         raise TypeError(f"tokenizer must be a lib.BPETokenizer or None, "
                         f"got {type(tokenizer).__name__}")
-    if not path.is_file():
-        raise FileNotFoundError(f"path: no checkpoint at {path}")
-    actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    if actual != sha256:
-        raise ValueError(f"path: SHA-256 mismatch for {path}: expected {sha256}, got {actual}")
+    path = require_pinned_file(path, sha256)
     payload = torch.load(path, map_location="cpu", weights_only=True)
     stored = BPETokenizer.from_dict(payload["tokenizer"])
     if tokenizer is not None and tokenizer != stored:

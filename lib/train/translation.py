@@ -416,16 +416,12 @@ def save_translation_checkpoint(model, src_vocab: SubwordVocab, tgt_vocab: Subwo
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_translation_checkpoint(path, sha256: str, src_vocab: SubwordVocab,
-                                tgt_vocab: SubwordVocab):
-    """(model, recipe) from a file `save_translation_checkpoint` wrote: refused
-    (ValueError) unless its SHA-256 is `sha256` and its vocabularies' fingerprints
-    are those of `src_vocab` and `tgt_vocab` (the same BPE merges, so the same ids).
-    The weights come back in float32; the model is in eval mode."""
+def require_pinned_file(path, sha256: str):
+    """`path` as a pathlib.Path once its SHA-256 is `sha256` (the 64 hex digits a
+    shipped checkpoint is pinned to); FileNotFoundError if it is missing, ValueError
+    naming both hashes if it differs. The check the checkpoint loaders share."""
     import hashlib
     import pathlib
-
-    from lib.model.transformer import Transformer
 
     path = pathlib.Path(path)
     if not isinstance(sha256, str) or len(sha256) != 64:
@@ -435,6 +431,18 @@ def load_translation_checkpoint(path, sha256: str, src_vocab: SubwordVocab,
     actual = hashlib.sha256(path.read_bytes()).hexdigest()
     if actual != sha256:
         raise ValueError(f"path: SHA-256 mismatch for {path}: expected {sha256}, got {actual}")
+    return path
+
+
+def load_translation_checkpoint(path, sha256: str, src_vocab: SubwordVocab,
+                                tgt_vocab: SubwordVocab):
+    """(model, recipe) from a file `save_translation_checkpoint` wrote: refused
+    (ValueError) unless its SHA-256 is `sha256` and its vocabularies' fingerprints
+    are those of `src_vocab` and `tgt_vocab` (the same BPE merges, so the same ids).
+    The weights come back in float32; the model is in eval mode."""
+    from lib.model.transformer import Transformer
+
+    path = require_pinned_file(path, sha256)
     payload = torch.load(path, map_location="cpu", weights_only=True)
     for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
         if payload["vocab"][side] != vocab_fingerprint(vocab):
