@@ -182,7 +182,8 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
             if check is None:  # only checks of a notebook that is running: wait for it
                 time.sleep(1)
                 continue
-            print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
+            with lock:  # two starts at once printed on one line
+                print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
             t0 = time.monotonic()
             code, out, err, cpu = run_one(check.argv, check.env)
             took = time.monotonic() - t0

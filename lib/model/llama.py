@@ -163,18 +163,14 @@ class LlamaAttention(GroupedQueryAttention):
             raise TypeError(f"cache must be a lib.AttentionCache, got {type(cache).__name__}")
         B, T, _ = x.shape
         offset = 0 if cache is None else cache.length
-        q = self.w_q(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d)
-        k = self.w_k(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, g, T, d)
-        v = self.w_v(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        q, k, v = self._project(x)
         cos, sin = self.rope_table.get(offset, T, torch.promote_types(q.dtype, torch.float32),
                                        x.device)
         q = apply_rotary(q, cos, sin, self.pairing)
         k = apply_rotary(k, cos, sin, self.pairing)
         if cache is not None:
             k, v = cache.update_in_place(k, v)  # (B, g, offset + T, d), not repeated
-        z = self._fused(q, k, v, offset, T, k.shape[-2])
-        z = self.hook_z(z.transpose(1, 2))  # (B, T, h, d_head)
-        return self.w_o(z.reshape(B, T, self.n_heads * self.d_head))
+        return self._output(self._fused(q, k, v, offset, T, k.shape[-2]))
 
 
 def set_fast_attention(model: ModernDecoder, fast: bool) -> ModernDecoder:

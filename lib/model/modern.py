@@ -264,9 +264,7 @@ class GroupedQueryAttention(nn.Module):
             raise TypeError(f"cache must be a lib.AttentionCache, got {type(cache).__name__}")
         B, T, _ = x.shape
         offset = 0 if cache is None else cache.length
-        q = self.w_q(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d)
-        k = self.w_k(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, g, T, d)
-        v = self.w_v(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        q, k, v = self._project(x)
         if self.rope_base is not None:
             cos, sin = rotary_tables(T, self.d_head, self.rope_base, offset,
                                      dtype=torch.promote_types(q.dtype, torch.float32))
@@ -280,6 +278,19 @@ class GroupedQueryAttention(nn.Module):
             z = self._textbook(q, k, v, offset, n_keys)
         else:
             z = self._fused(q, k, v, offset, T, n_keys)
+        return self._output(z)
+
+    def _project(self, x: torch.Tensor):
+        """q (B, h, T, d_head); k and v (B, n_kv_heads, T, d_head), before rotary."""
+        B, T, _ = x.shape
+        q = self.w_q(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d)
+        k = self.w_k(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, g, T, d)
+        v = self.w_v(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        return q, k, v
+
+    def _output(self, z: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs z (B, h, T, d_head), through hook_z, joined and W^O."""
+        B, _, T, _ = z.shape
         z = self.hook_z(z.transpose(1, 2))  # (B, T, h, d_head)
         return self.w_o(z.reshape(B, T, self.n_heads * self.d_head))
 
