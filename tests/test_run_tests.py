@@ -133,3 +133,17 @@ def test_an_unknown_cpu_setting_is_refused_by_name():
     import pytest
     with pytest.raises(ValueError, match="'avx512'"):
         run_tests.plan_settings([ROOT / "book" / "08_training.ipynb"], ["avx512"])
+
+
+def test_a_light_check_runs_beside_the_full_places(tmp_path):
+    log = tmp_path / "log"
+    checks = [sleeper(name, 1.0, log=log) for name in ("site", "a", "b")]
+    checks[0].light = True
+    assert run_tests.run(checks, jobs=2) == []
+    starts = [span[0] for span in intervals(log).values()]
+    assert max(starts) - min(starts) < 0.5  # all three at once, not the third after 1 s
+
+
+def test_the_browser_test_is_the_light_check():
+    checks = run_tests.plan([], [], lib=True, site=True)
+    assert [c.name for c in checks if c.light] == ["book build and browser test"]

@@ -9,7 +9,8 @@ The checks, each a separate process:
   (as `make test-avx2`: the kernels of a CPU without AVX-512);
 - the book build with warnings as errors and the browser test (`make test-site`).
 
-Two checks side by side take about half the time of one after the other when each
+The browser test mostly waits for pages (90 s of CPU in 5.3 min), so it starts at once
+and runs beside the two. Two checks side by side take about half the time of one after the other when each
 uses one core, so every check that runs beside another gets OMP_NUM_THREADS=1 (most
 chapters pin PyTorch to one thread anyway; the SmolLM2 chapters did not, and with two
 threads each beside another check they took 3.5 and 2.1 min instead of 1.2 and 0.6).
@@ -60,6 +61,7 @@ class Check:
     env: dict = field(default_factory=dict)
     notebook: str | None = None  # two checks of one notebook never run together
     alone: bool = False  # runs with nothing beside it (`make test-cpus`: four threads)
+    light: bool = False  # mostly waits (the browser test): runs beside the `jobs` checks
 
 
 # The settings of `make test-cpus` (issue 22): each notebook under the kernels of a CPU
@@ -97,7 +99,7 @@ def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list
     if site:
         checks.append(Check("book build and browser test", ["make", "--no-print-directory",
                                                             "test-site"], SITE_SECONDS,
-                            dict(ONE_THREAD)))
+                            dict(ONE_THREAD), light=True))
     for path in notebooks:
         checks.append(Check(f"{path}", nbval_argv(path), chapter_seconds(path),
                             threads_env(path), notebook=path.name))
@@ -149,7 +151,8 @@ def run_one(argv: list[str], env: dict) -> tuple[int, str, str, float]:
 
 def run(checks: list[Check], jobs: int) -> list[Check]:
     lock = threading.Lock()
-    pending = list(checks)
+    pending = [c for c in checks if not c.light]
+    light = [c for c in checks if c.light]  # each starts at once in a place of its own
     running: set[str] = set()
     busy = [0]  # checks running now
     exclusive = [False]  # a check that must run alone is running
@@ -173,6 +176,30 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
                     return check
             return None
 
+    def execute(check: Check) -> None:
+        with lock:  # two starts at once printed on one line
+            print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
+        t0 = time.monotonic()
+        code, out, err, cpu = run_one(check.argv, check.env)
+        took = time.monotonic() - t0
+        lines = [l for l in out.strip().splitlines() if l.strip()]
+        status = "passed" if code == 0 else "FAILED"
+        with lock:
+            done[0] += 1
+            if not check.light:
+                if check.notebook:
+                    running.discard(check.notebook)
+                busy[0] -= 1
+                if check.alone:
+                    exclusive[0] = False
+            print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)} "
+                  f"(CPU {minutes(cpu)}): "
+                  f"{(lines[-1:] or ['(no output)'])[0].strip('= ')}", flush=True)
+            if code != 0:
+                failed.append(check)
+                print(out[-20000:], flush=True)
+                print(err[-5000:], file=sys.stderr, flush=True)
+
     def worker() -> None:
         while True:
             with lock:
@@ -182,29 +209,10 @@ def run(checks: list[Check], jobs: int) -> list[Check]:
             if check is None:  # only checks of a notebook that is running: wait for it
                 time.sleep(1)
                 continue
-            with lock:  # two starts at once printed on one line
-                print(f"start: {check.name} (last run: {minutes(check.expected)})", flush=True)
-            t0 = time.monotonic()
-            code, out, err, cpu = run_one(check.argv, check.env)
-            took = time.monotonic() - t0
-            lines = [l for l in out.strip().splitlines() if l.strip()]
-            status = "passed" if code == 0 else "FAILED"
-            with lock:
-                done[0] += 1
-                if check.notebook:
-                    running.discard(check.notebook)
-                busy[0] -= 1
-                if check.alone:
-                    exclusive[0] = False
-                print(f"[{done[0]}/{total}] {check.name} {status} in {minutes(took)} "
-                      f"(CPU {minutes(cpu)}): "
-                      f"{(lines[-1:] or ['(no output)'])[0].strip('= ')}", flush=True)
-                if code != 0:
-                    failed.append(check)
-                    print(out[-20000:], flush=True)
-                    print(err[-5000:], file=sys.stderr, flush=True)
+            execute(check)
 
-    threads = [threading.Thread(target=worker) for _ in range(jobs)]
+    threads = [threading.Thread(target=execute, args=(c,)) for c in light]
+    threads += [threading.Thread(target=worker) for _ in range(jobs)]
     for t in threads:
         t.start()
     for t in threads:
