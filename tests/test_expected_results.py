@@ -19,6 +19,15 @@ def test_the_committed_table_is_current():
     assert er.check() == []
 
 
+def test_every_row_of_the_table_has_five_cells():
+    import re
+    rows = [l for l in (ROOT / "book" / "expected_results.md").read_text().splitlines()
+            if l.startswith("|")]
+    assert len(rows) > 100
+    for row in rows:  # an unescaped "|" in a result's name (|dL/dq|) splits its cell
+        assert len(re.split(r"(?<!\\)\|", row)) == 7, row
+
+
 def _notebook_with(records):
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {er.RESULT_MIME: json.dumps(r)}} for r in records]

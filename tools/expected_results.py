@@ -103,6 +103,9 @@ def page(data: dict) -> str:
         "| Chapter | Run time | Result | Value | Band |",
         "|---|---|---|---|---|",
     ]
+    def cell(text: str) -> str:  # a "|" inside a cell (|dL/dq|) would end it
+        return text.replace("|", "\\|")
+
     for ch in data["chapters"]:
         secs = ch["seconds"]
         took = f"{secs / 60:.1f} min" if secs >= 90 else f"{secs} s"
@@ -113,7 +116,7 @@ def page(data: dict) -> str:
             when = took if i == 0 else ""
             unit = r.get("unit", "")
             lines.append(
-                f"| {name} | {when} | {r['name']} | {fmt(r['value'])}{unit} | "
+                f"| {name} | {when} | {cell(r['name'])} | {fmt(r['value'])}{unit} | "
                 f"{fmt(r['low'])} to {fmt(r['high'])}{unit} |"
             )
     return "\n".join(lines) + "\n"
