@@ -33,6 +33,7 @@ import time
 import torch
 
 import lib
+from lib.teach.modern_ladder import lm_optimizer
 
 CONTEXT, STEPS, BATCH, PEAK, VOCAB_SIZE = 64, 1500, 32, 3e-3, 512
 CONFIG = dict(d_model=64, n_heads=4, n_layers=3, d_ff=256, dropout=0.0, norm_first=True,
@@ -54,18 +55,7 @@ def train(vocab_size, train_ids, seed, steps):
     torch.manual_seed(seed)
     model = lib.DecoderOnlyModel(vocab_size, **CONFIG)
     g = torch.Generator().manual_seed(seed)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=PEAK, betas=(0.9, 0.99))
-
-    def lr_factor(step):
-        if step < 50:
-            return (step + 1) / 50
-        return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - 50) / (steps - 50)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    optimizer, scheduler = lm_optimizer(model, steps, PEAK, warmup=50)
     start = time.process_time()
     result = lib.fit(model, lambda step: lib.random_windows(train_ids, CONTEXT, BATCH,
                                                             generator=g),

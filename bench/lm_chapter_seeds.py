@@ -15,12 +15,12 @@ of GPT-2's plain embedding.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 
 import torch
 
 import lib
+from lib.teach.modern_ladder import lm_optimizer
 
 CONTEXT, STEPS, BATCH, PEAK = 64, 1500, 32, 3e-3
 PROMPT_LEN, N_SAMPLES = 16, 40
@@ -71,18 +71,7 @@ def main():
             scale_embedding=args.scale_embedding,
         )
         g = torch.Generator().manual_seed(seed)
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                                       {"params": no_decay, "weight_decay": 0.0}],
-                                      lr=PEAK, betas=(0.9, 0.99))
-
-        def lr_factor(step):
-            if step < 50:
-                return (step + 1) / 50
-            return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - 50) / (steps - 50)))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+        optimizer, scheduler = lm_optimizer(model, steps, PEAK, warmup=50)
         before = lib.lm_loss(model, valid)
         lib.fit(model, lambda step: lib.random_windows(train_ids, CONTEXT, BATCH, generator=g),
                 steps, optimizer, scheduler, clip_norm=1.0, log_every=0)

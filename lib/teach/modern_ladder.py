@@ -180,7 +180,10 @@ class RungResult:
     losses: list
 
 
-def _optimizer(model, steps, lr, warmup):
+def lm_optimizer(model, steps, lr, warmup):
+    """Chapter 11's optimiser and schedule (also the ladder's and the bench scripts'):
+    AdamW (betas 0.9, 0.99) with weight decay 0.1 on matrices only, a linear warm-up
+    over `warmup` steps, then a cosine from `lr` down to 10% of it at `steps`."""
     matrices = [p for p in model.parameters() if p.dim() >= 2]
     others = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": matrices, "weight_decay": 0.1},
@@ -207,7 +210,7 @@ def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout
     require_number("lr", lr, positive=True)
     torch.manual_seed(seed)
     model = ModernDecoder(config)
-    opt, schedule = _optimizer(model, steps, lr, warmup)
+    opt, schedule = lm_optimizer(model, steps, lr, warmup)
     g = torch.Generator().manual_seed(1000 + seed)
     batches = [random_windows(train_ids, config.max_len, batch_size, generator=g) for _ in range(steps)]
     losses = []
