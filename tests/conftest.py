@@ -5,6 +5,11 @@ written here, independently of `lib`, so that a test compares two separate
 implementations of the same function.
 """
 
+import fnmatch
+import hashlib
+import pathlib
+import re
+
 import pytest
 import torch
 
@@ -46,3 +51,15 @@ def copy_decoder_layer(src, dst):
     copy_linear(src.feed_forward.linear2, dst.linear2)
     for name in ("norm1", "norm2", "norm3"):
         copy_linear(getattr(src, name), getattr(dst, name))
+
+
+def assert_shipped_and_pinned(path, sha256):
+    """A checkpoint committed inside `lib`: its bytes hash to `sha256`, and a pattern of
+    pyproject.toml's package data for `lib.train` matches it, so installs ship it."""
+    path = pathlib.Path(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+    root = pathlib.Path(__file__).resolve().parents[1]
+    line = re.search(r'^"lib\.train" = \[(.*)\]$', (root / "pyproject.toml").read_text(), re.M)
+    patterns = re.findall(r'"([^"]+)"', line.group(1))  # [tool.setuptools.package-data]
+    relative = path.relative_to(root / "lib" / "train").as_posix()
+    assert any(fnmatch.fnmatch(relative, p) for p in patterns), relative

@@ -5,17 +5,15 @@ tokenizer, and its bits per byte equal a computation written here from plain
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import math
-import pathlib
-import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import lib
+from conftest import assert_shipped_and_pinned
 
 TEXT = ("Double, double toil and trouble;\nFire burn and cauldron bubble.\n" * 3
         + "Fair is foul, and foul is fair:\nHover through the fog and filthy air.\n")
@@ -149,13 +147,7 @@ def shipped():
 
 
 def test_the_shipped_model_is_the_pinned_file_in_the_package(shipped):
-    path = lib.BPE_LM_CHECKPOINT
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == lib.BPE_LM_CHECKPOINT_SHA256
-    root = pathlib.Path(lib.__file__).parents[1]
-    line = re.search(r'^"lib\.train" = \[(.*)\]$', (root / "pyproject.toml").read_text(), re.M)
-    patterns = re.findall(r'"([^"]+)"', line.group(1))  # [tool.setuptools.package-data]
-    relative = path.relative_to(root / "lib" / "train").as_posix()
-    assert any(fnmatch.fnmatch(relative, p) for p in patterns)
+    assert_shipped_and_pinned(lib.BPE_LM_CHECKPOINT, lib.BPE_LM_CHECKPOINT_SHA256)
     _, model, stored, recipe = shipped
     assert stored.vocab_size == model.vocab_size == 512
     assert lib.context_length(model) == 64 and len(model.layers) == 3

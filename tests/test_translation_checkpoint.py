@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import lib
+from conftest import assert_shipped_and_pinned
 
 
 @pytest.fixture(scope="module")
@@ -100,17 +101,8 @@ def test_a_recipe_with_torch_version_loads_with_weights_only(vocabs, tmp_path):
 def test_the_shipped_longer_run_is_the_pinned_file_and_loads():
     """The translation chapter's 40-epoch model: the committed file has the pinned hash,
     ships inside the package, and loads with the chapter's vocabularies."""
-    import fnmatch
-    import pathlib
-    import re
-
     path = lib.TRANSLATION_CHECKPOINT
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == lib.TRANSLATION_CHECKPOINT_SHA256
-    root = pathlib.Path(lib.__file__).parents[1]
-    line = re.search(r'^"lib\.train" = \[(.*)\]$', (root / "pyproject.toml").read_text(), re.M)
-    patterns = re.findall(r'"([^"]+)"', line.group(1))  # [tool.setuptools.package-data]
-    relative = path.relative_to(root / "lib" / "train").as_posix()
-    assert any(fnmatch.fnmatch(relative, p) for p in patterns)
+    assert_shipped_and_pinned(path, lib.TRANSLATION_CHECKPOINT_SHA256)
     split = lib.split_by_book(lib.load_verse_pairs())
     src = lib.train_subword_vocab([p.source_text for p in split.train], 4000)
     tgt = lib.train_subword_vocab([p.target_text for p in split.train], 4000)
