@@ -126,7 +126,7 @@ def test_train_attention_only_records_checkpoints():
     ids = torch.randint(0, 12, (3000,), generator=g)
     run = lib.train_attention_only(ids, ids, 12, steps=6, every=3, context=16, batch_size=4,
                                    d_model=16, n_heads=2, probe_length=6, probe_batch=4,
-                                   repeat_fraction=0.5)
+                                   repeat_fraction=0.5, repeat_length=(3, 6))
     assert run.steps == [0, 3, 6]
     assert len(run.induction) == 3 and run.induction[0].shape == (2, 2)
     assert len(run.best_induction()) == 3 and all(0 <= s <= 1 for s in run.best_induction())
@@ -146,7 +146,7 @@ def test_train_attention_only_draws_its_probe_from_probe_range(monkeypatch):
     ids = torch.randint(0, 12, (3000,), generator=torch.Generator().manual_seed(0))
     lib.train_attention_only(ids, ids, 12, steps=2, every=2, context=16, batch_size=4,
                              d_model=16, n_heads=2, probe_length=6, probe_batch=8,
-                             probe_range=(3, 7))
+                             probe_range=(3, 7), repeat_length=(3, 6))
     assert len(drawn) == 1
     assert drawn[0].unique().tolist() == [3, 4, 5, 6]  # ids low .. high - 1, all of them
 
@@ -166,6 +166,9 @@ def test_bad_input():
         lib.train_attention_only([1, 2, 3], torch.arange(5), 5)
     with pytest.raises(ValueError, match="repeat_fraction"):
         lib.train_attention_only(torch.arange(500), torch.arange(500), 500, repeat_fraction=1.5)
+    for bad in ((1, 4), (6, 5), (10, 65), [4, 8], (4.0, 8)):  # context 128: at most 64
+        with pytest.raises(ValueError, match="repeat_length"):
+            lib.train_attention_only(torch.arange(500), torch.arange(500), 500, repeat_length=bad)
     for bad in ((5, 6), (0, 501), (-1, 4), [0, 4], (0.0, 4)):
         with pytest.raises(ValueError, match="probe_range"):
             lib.train_attention_only(torch.arange(500), torch.arange(500), 500, probe_range=bad)
@@ -175,12 +178,38 @@ def test_write_twice_repeats_a_passage_inside_the_window():
     from lib.teach.induction import _write_twice
 
     g = torch.Generator().manual_seed(3)
-    for T in (16, 64, 128):
-        for _ in range(20):
+    lengths = set()
+    for T, low, high in ((16, 3, 6), (64, 10, 40), (128, 40, 64)):
+        for _ in range(40):
             w = torch.arange(T)  # all distinct: the copied passage is the only repeat
-            _write_twice(w, g)
+            _write_twice(w, g, low, high)
             changed = (w != torch.arange(T)).nonzero().flatten()
-            assert len(changed) >= 2
             start, n = int(w[changed[0]]), len(changed)
+            assert low <= n <= min(high, T // 2)  # the length asked for (capped at T / 2)
             assert torch.equal(w[changed], torch.arange(start, start + n))  # a contiguous passage
             assert start + n <= changed[0]  # copied from earlier in the window
+            lengths.add((T, n))
+    assert len({n for T, n in lengths if T == 128}) >= 10  # drawn, not fixed (25 possible)
+
+
+def test_induction_ablation_groups_heads_by_score_and_ablates_each_group():
+    torch.manual_seed(0)
+    model = lib.AttentionOnlyModel(12, d_model=16, n_heads=4, max_len=16).eval()
+    x = lib.repeated_tokens(6, 6, low=0, high=12, seed=2)
+    scores = lib.repeat_probe(model, x, 6, skip=0)["induction"][1]
+    threshold = float(scores.median())  # splits layer 2's four heads into two groups
+    out = lib.induction_ablation(model, x, 6, threshold=threshold)
+    above = [(1, h) for h in range(4) if float(scores[h]) >= threshold]
+    assert out["induction"]["heads"] == above and 0 < len(above) < 4
+    assert sorted(out["induction"]["heads"] + out["other"]["heads"]) == [(1, h) for h in range(4)]
+    assert out["layer 1"]["heads"] == [(0, h) for h in range(4)] and out["none"]["heads"] == []
+    assert (out["none"]["first"], out["none"]["second"]) == lib.half_losses(model, x, 6)
+    for name in ("induction", "other", "layer 1"):
+        with lib.ablate_heads(model, out[name]["heads"]):
+            expected = lib.half_losses(model, x, 6)
+        assert (out[name]["first"], out[name]["second"]) == expected
+        assert expected != lib.half_losses(model, x, 6)  # ablating changed something
+    with pytest.raises(TypeError, match="model"):
+        lib.induction_ablation(torch.nn.Linear(2, 2), x, 6)
+    with pytest.raises(ValueError, match="threshold"):
+        lib.induction_ablation(model, x, 6, threshold=1.5)

@@ -14,15 +14,16 @@ nothing can be predicted, on the second copy everything can, by copying.
 - `half_losses` is the next-token loss on each copy;
 - `induction_scores` / `previous_token_scores` read every head's attention;
 - `ablation_losses` zero-ablates heads (the top ones and random draws);
+- `induction_ablation` is the causal test of a grown two-layer model (its induction
+  heads, its other layer-2 heads, its layer 1);
 - `AttentionOnlyModel` and `train_attention_only` train a two-layer model on the
-  course's Shakespeare characters and record when heads form (chapter 16's exercise 5;
-  in the course's runs of a few CPU minutes, a previous-token head formed and no
-  induction head did: see `bench/induction_training.py`).
+  course's Shakespeare characters and record when heads form (chapter 16, section 5:
+  with a passage written twice in every training window, a previous-token head and
+  then an induction head form within a CPU minute; see `bench/induction_training.py`).
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "AttentionOnlyModel",
     "InductionRun",
     "ablation_losses",
+    "induction_ablation",
     "half_losses",
     "repeat_probe",
     "induction_scores",
@@ -192,6 +194,36 @@ def ablation_losses(model, tokens: torch.Tensor, length: int, heads, *, n_heads:
     return {"none": base, "top": top, "random": randoms, "random_heads": drawn}
 
 
+def induction_ablation(model, tokens: torch.Tensor, length: int, threshold: float = 0.2) -> dict:
+    """The causal test of chapter 16, section 5, on a two-layer `AttentionOnlyModel`.
+
+    On ``tokens`` (from `repeated_tokens`, ``length`` per copy) finds layer 2's
+    induction heads (induction score >= ``threshold``) and its other heads, and
+    zero-ablates in turn: nothing, the induction heads, the other layer-2 heads, every
+    head of layer 1 (which the induction heads' keys need). Returns
+    {"none" | "induction" | "other" | "layer 1": {"heads": [(layer, head), ...],
+    "first": loss on the first copy, "second": loss on the second copy}} (nats).
+    """
+    if not isinstance(model, AttentionOnlyModel) or model.n_layers != 2:
+        raise TypeError(f"model must be a two-layer lib.AttentionOnlyModel, got {type(model).__name__}")
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+    probe = repeat_probe(model, tokens, length, skip=0)
+    scores = probe["induction"][1]
+    groups = {
+        "none": [],
+        "induction": [(1, h) for h in range(model.n_heads) if scores[h] >= threshold],
+        "other": [(1, h) for h in range(model.n_heads) if scores[h] < threshold],
+        "layer 1": [(0, h) for h in range(model.n_heads)],
+    }
+    out = {}
+    for name, heads in groups.items():
+        with ablate_heads(model, heads):
+            first, second = half_losses(model, tokens, length)
+        out[name] = {"heads": heads, "first": first, "second": second}
+    return out
+
+
 # --------------------------------------------------------------------------- the model grown here
 
 
@@ -261,12 +293,14 @@ class AttentionOnlyModel(nn.Module):
         return self.head(self.final_norm(x))
 
 
-def _write_twice(window: torch.Tensor, g: torch.Generator) -> None:
-    """Copy a passage of the window further on in it, at a random length and distance, so
-    that only matching content (not a fixed offset) finds the earlier copy."""
+def _write_twice(window: torch.Tensor, g: torch.Generator, low: int = 40, high: int = 64) -> None:
+    """Copy a passage of ``low`` to ``high`` characters (its length drawn at random, capped
+    at half the window) further on in the window, at a random place and distance, so that
+    only matching content (not a fixed offset) finds the earlier copy."""
     T = window.numel()
-    low = max(2, min(8, T // 4))  # 8 to 3/8 of the window (T = 128: 8 to 47 characters)
-    length = int(torch.randint(low, max(low + 1, T // 2 - T // 8), (1,), generator=g))
+    high = min(high, T // 2)
+    low = min(low, high)
+    length = int(torch.randint(low, high + 1, (1,), generator=g))
     start = int(torch.randint(0, T - 2 * length + 1, (1,), generator=g))
     copy_at = int(torch.randint(start + length, T - length + 1, (1,), generator=g))
     window[copy_at: copy_at + length] = window[start: start + length].clone()
@@ -279,8 +313,13 @@ class InductionRun:
     seed: int
     steps: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)  # mean over the steps since the last checkpoint
-    early_loss: list[float] = field(default_factory=list)  # held-out loss at positions 1..8
-    late_loss: list[float] = field(default_factory=list)  # held-out loss at the last 32 positions
+    # held-out windows with a passage written twice (as the training windows): the loss
+    # predicting positions 1..8 and the last 32 positions
+    early_loss: list[float] = field(default_factory=list)
+    late_loss: list[float] = field(default_factory=list)
+    # the same on held-out plain text (no passage written twice)
+    plain_early_loss: list[float] = field(default_factory=list)
+    plain_late_loss: list[float] = field(default_factory=list)
     first_half: list[float] = field(default_factory=list)  # repeated random characters: first copy
     second_half: list[float] = field(default_factory=list)  # ... and second copy
     induction: list[torch.Tensor] = field(default_factory=list)  # (n_layers, h) per checkpoint
@@ -294,23 +333,29 @@ class InductionRun:
 
 
 def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int, *,
-                         seed: int = 0, steps: int = 1200, every: int = 100, context: int = 128,
+                         seed: int = 0, steps: int = 1500, every: int = 100, context: int = 128,
                          batch_size: int = 32, d_model: int = 64, n_heads: int = 4, lr: float = 3e-3,
                          probe_length: int = 40, probe_batch: int = 32,
-                         repeat_fraction: float = 0.0, position: str = "learned",
+                         repeat_fraction: float = 1.0, repeat_length: tuple[int, int] = (40, 64),
+                         position: str = "learned",
                          probe_range: tuple[int, int] | None = None) -> InductionRun:
     """Train a two-layer `AttentionOnlyModel` on characters; measure it every ``every`` steps.
 
-    Random windows of ``context`` characters of ``train_ids``, AdamW (lr, 10 %
-    warm-up then cosine decay). At each checkpoint: the loss on held-out windows of
-    ``valid_ids`` at early and late positions, the two half losses on repeated random
-    characters (`repeated_tokens`, ``probe_length`` per copy) and each head's
+    Random windows of ``context`` characters of ``train_ids``, AdamW (``lr``, constant
+    after a linear warm-up over the first 10 % of the steps, at most 200). At each
+    checkpoint: the loss at early and late positions of 64 held-out windows of
+    ``valid_ids``, each with a passage written twice as in training (``early_loss``,
+    ``late_loss``) and as plain text (``plain_early_loss``, ``plain_late_loss``), the two
+    half losses on repeated random characters (`repeated_tokens`, ``probe_length`` per copy) and each head's
     induction and previous-token scores on them. ``repeat_fraction`` of each
-    batch's windows hold a passage written twice (its length, place and the
-    distance between the copies drawn at random), the rest plain text. ``probe_range``
+    batch's windows hold a passage written twice (its length drawn from
+    ``repeat_length`` = (shortest, longest) characters, its place and the distance
+    between the copies at random), the rest plain text. ``probe_range``
     = (low, high) draws the probe's random characters from ids low .. high - 1 (e.g.
     the lowercase letters; default: the whole vocabulary). One thread's worth of work:
-    ``steps=1200`` takes about a minute on one core.
+    the default 1,500 steps take about a minute on one core. With the defaults a layer-2
+    induction head forms within them (chapter 16, section 5; seeds in
+    bench/induction_training.py).
     """
     for name, ids in (("train_ids", train_ids), ("valid_ids", valid_ids)):
         if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
@@ -318,6 +363,12 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     steps, every = require_positive_int("steps", steps), require_positive_int("every", every)
     if not 0.0 <= repeat_fraction <= 1.0:
         raise ValueError(f"repeat_fraction must be between 0 and 1, got {repeat_fraction!r}")
+    if (not isinstance(repeat_length, tuple) or len(repeat_length) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in repeat_length)
+            or not 2 <= repeat_length[0] <= repeat_length[1] or 2 * repeat_length[1] > context):
+        raise ValueError(f"repeat_length must be (shortest, longest) ints with 2 <= shortest <= "
+                         f"longest and two copies of the longest fitting in context={context}, "
+                         f"got {repeat_length!r}")
     if context < 8:
         raise ValueError(f"context must be at least 8 characters, got {context!r}")
     if 2 * probe_length > context:
@@ -335,12 +386,14 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         model = AttentionOnlyModel(vocab_size, d_model, n_heads, 2, max_len=context, position=position)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))))
+    warm = max(1, min(200, steps // 10))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     vg = torch.Generator().manual_seed(1234)
     starts = torch.randint(0, valid_ids.numel() - context - 1, (64,), generator=vg)
     valid = torch.stack([valid_ids[s: s + context] for s in starts.tolist()])
+    valid_repeat = valid.clone()
+    for row in valid_repeat:
+        _write_twice(row, vg, *repeat_length)
     probe = repeated_tokens(probe_batch, probe_length, low=probe_range[0], high=probe_range[1],
                             seed=4321)
     run = InductionRun(seed=seed)
@@ -353,6 +406,9 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         a, b, ind, prev = r["first"], r["second"], r["induction"], r["previous"]
         run.steps.append(step)
         run.train_loss.append(sum(losses) / len(losses) if losses else float("nan"))
+        run.plain_early_loss.append(float(per_pos[:, :8].mean()))
+        run.plain_late_loss.append(float(per_pos[:, -32:].mean()))
+        per_pos = _per_token_loss(model, valid_repeat)
         run.early_loss.append(float(per_pos[:, :8].mean()))
         run.late_loss.append(float(per_pos[:, -32:].mean()))
         run.first_half.append(a)
@@ -368,7 +424,7 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         idx = torch.randint(0, train_ids.numel() - context - 1, (batch_size,), generator=g)
         x = torch.stack([train_ids[s: s + context] for s in idx.tolist()])
         for row in range(int(round(repeat_fraction * batch_size))):
-            _write_twice(x[row], g)
+            _write_twice(x[row], g, *repeat_length)
         logits = model(x)
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), x[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
