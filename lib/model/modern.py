@@ -487,9 +487,15 @@ class ModernDecoder(nn.Module):
         """The blocks, under the name `lib.generate` and `lib.KVCache` users expect."""
         return self.blocks
 
-    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """tokens (B, T) -> logits (B, T, vocab_size), causal."""
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None, *,
+                last_only: bool = False) -> torch.Tensor:
+        """tokens (B, T) -> logits (B, T, vocab_size), causal.
+
+        ``last_only=True`` returns the logits of the last position only, (B, 1, vocab_size):
+        what `lib.generate` needs from the prompt (the head of the other positions, T × |V|
+        dot products each, is skipped; Hugging Face's ``logits_to_keep=1``)."""
         require_token_ids("tokens", tokens, self.vocab_size)
+        require_bool("last_only", last_only)
         if tokens.shape[1] == 0:
             raise ValueError(f"tokens must hold at least one position, got {shape(tokens)}")
         if cache is not None:
@@ -504,7 +510,9 @@ class ModernDecoder(nn.Module):
         x = self.pos(self.embed(tokens.long()), offset)  # (B, T, d_model)
         for i, block in enumerate(self.blocks):
             x = block(x, None if cache is None else cache.self_attn[i])
-        return self.head(self.final_norm(x))  # (B, T, vocab_size)
+        if last_only:
+            x = x[:, -1:]  # (B, 1, d_model)
+        return self.head(self.final_norm(x))  # (B, T, vocab_size), or (B, 1, vocab_size)
 
     def count_parameters(self) -> int:
         """Trainable parameters, a tied matrix counted once."""

@@ -103,6 +103,13 @@ def context_length(model) -> int:
     return max_len
 
 
+def _has_last_only(model) -> bool:
+    """Does ``model(tokens, cache=..., last_only=True)`` exist (a `lib.ModernDecoder`)?"""
+    from lib.model.modern import ModernDecoder
+
+    return isinstance(model, ModernDecoder)
+
+
 def _model_device(model) -> torch.device:
     p = next(model.parameters(), None)
     return p.device if p is not None else torch.device("cpu")
@@ -157,14 +164,21 @@ def generate(
     tokens = tokens.to(_model_device(model)).long()
     cache = KVCache(len(model.layers)) if use_cache else None
     step_input = tokens  # the cached path feeds the whole prompt once, then one token a step
-    for _ in range(max_new_tokens):
+    # a lib.ModernDecoder can skip the head of the prompt's other positions (the same
+    # last-position logits); other models compute every position's
+    last_only = {"last_only": True} if _has_last_only(model) else {}
+    for step in range(max_new_tokens):
         if cache is not None:
-            logits = model(step_input, cache=cache)[:, -1]  # (B, |V|)
+            logits = model(step_input, cache=cache, **(last_only if step == 0 else {}))[:, -1]
         else:
             logits = model(tokens)[:, -1]  # the whole prefix, every step
         if greedy:
-            _check_finite_logits(logits)
-            next_id = logits.argmax(dim=-1)  # (B,)
+            best, next_id = logits.max(dim=-1)  # (B,) each: the argmax, first of ties
+            # max is NaN if a row holds a NaN, +inf if one holds +inf, -inf if the row is
+            # -inf everywhere: finite maxima mean _check_finite_logits has nothing to
+            # refuse, and the full check (several passes over B × |V|) runs only otherwise
+            if not bool(torch.isfinite(best).all()):
+                _check_finite_logits(logits)
         else:
             next_id = sample_next(logits, temperature, top_k, generator)
         tokens = torch.cat([tokens, next_id[:, None]], dim=1)
