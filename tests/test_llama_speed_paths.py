@@ -6,6 +6,8 @@ with and without the cache, and `update_in_place` against `update` (torch.cat)."
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -19,10 +21,21 @@ def _tiny(pairing: str, n_kv_heads: int, seed: int = 0):
     torch.manual_seed(seed)
     config = ModernConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, n_kv_heads=n_kv_heads,
                           d_ff=48, max_len=64, rope_base=500.0, rope_pairing=pairing)
-    plain = ModernDecoder(config).eval()
+    plain = _random_norms(ModernDecoder(config).eval())
     fast = llama_decoder(config).eval()
     fast.load_state_dict(plain.state_dict())
     return plain, fast
+
+
+def _random_norms(model: ModernDecoder) -> ModernDecoder:
+    """Gains (and biases) of every norm away from their initial ones and zeros, so that a
+    path using one norm's parameters for another's gives other numbers."""
+    g = torch.Generator().manual_seed(99)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g))
+    return model
 
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
@@ -97,3 +110,92 @@ def test_update_in_place_equals_update_across_buffer_growth_and_reorder():
         grown.update_in_place(torch.randn(1, 3, 1, 4), torch.randn(1, 3, 1, 4))
     with pytest.raises(ValueError, match="reserve"):
         grown.update_in_place(k, v, reserve=0)
+
+
+# --------------------------------------------------------------------------- LlamaDecoder's flat block step
+
+
+def _count_block_steps(monkeypatch):
+    """Patch lib.model.llama._block_step with a counting wrapper; returns the counter."""
+    import lib.model.llama as llama
+
+    calls = []
+    original = llama._block_step
+
+    def counted(block, x, cache):
+        calls.append(block)
+        return original(block, x, cache)
+
+    monkeypatch.setattr(llama, "_block_step", counted)
+    return calls
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_block_step_runs_and_equals_the_blocks_own_forward(monkeypatch, bias, pairing):
+    torch.manual_seed(11)
+    config = ModernConfig(vocab_size=50, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2,
+                          d_ff=48, max_len=64, rope_base=500.0, rope_pairing=pairing, bias=bias)
+    plain = _random_norms(ModernDecoder(config).eval())
+    fast = llama_decoder(config).eval()
+    fast.load_state_dict(plain.state_dict())
+    calls = _count_block_steps(monkeypatch)
+    tokens = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(12))
+    with torch.no_grad():
+        assert torch.equal(fast(tokens), plain(tokens))  # no cache
+        assert len(calls) == 3  # the flat step ran, once a block
+        c_plain, c_fast = lib.KVCache(3), lib.KVCache(3)
+        for start, end in [(0, 5), (5, 6), (6, 11), (11, 12)]:
+            a = plain(tokens[:, start:end], cache=c_plain)
+            b = fast(tokens[:, start:end], cache=c_fast)
+            assert torch.equal(a, b)
+    assert len(calls) == 3 + 4 * 3
+    for p, f in zip(c_plain.self_attn, c_fast.self_attn):
+        assert torch.equal(p.k, f.k) and torch.equal(p.v, f.v)
+
+
+def test_a_hook_anywhere_in_a_block_sends_it_through_its_own_forward(monkeypatch):
+    plain, fast = _tiny("interleaved", 2, seed=13)
+    calls = _count_block_steps(monkeypatch)
+    tokens = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(14))
+
+    def double(module, args, output):
+        return 2 * output
+
+    with torch.no_grad():
+        unhooked = fast(tokens)
+        assert len(calls) == 2
+        calls.clear()
+        for model in (plain, fast):  # a hook on a linear deep inside block 1
+            model.blocks[1].mlp.w_up.register_forward_hook(double)
+        hooked = fast(tokens)
+        assert calls == [fast.blocks[0]]  # block 0 stays flat, block 1 ran its forward
+        assert torch.equal(hooked, plain(tokens))
+        assert not torch.allclose(hooked, unhooked, atol=1e-3)  # the hook changed the output
+        calls.clear()
+        handle = torch.nn.modules.module.register_module_forward_hook(lambda m, a, o: None)
+        try:
+            assert torch.equal(fast(tokens), plain(tokens))
+            assert calls == []  # a global hook: every block through its own forward
+        finally:
+            handle.remove()
+
+
+def test_a_replaced_module_or_the_switch_falls_back(monkeypatch):
+    from lib.model.modern import FeedForward
+
+    plain, fast = _tiny("half", 4, seed=15)
+    calls = _count_block_steps(monkeypatch)
+    tokens = torch.randint(0, 50, (1, 10), generator=torch.Generator().manual_seed(16))
+    torch.manual_seed(17)
+    ffn = FeedForward(32, 48, activation="relu", bias=False)
+    plain.blocks[0].mlp = ffn
+    fast.blocks[0].mlp = copy.deepcopy(ffn)
+    with torch.no_grad():
+        assert torch.equal(fast(tokens), plain(tokens))
+        assert calls == [fast.blocks[1]]  # block 0 is no longer a SwiGLU block
+        calls.clear()
+        set_fast_attention(fast, False)
+        assert fast.fast is False
+        assert torch.equal(fast(tokens), plain(tokens))
+        assert calls == []

@@ -105,14 +105,21 @@ class RMSNorm(nn.Module):
         require_float("x", x)
         _require_last_dim("x", x, self.d, "d")
         require_matches_module("x", x, self)
-        acc = torch.promote_types(x.dtype, torch.float32)
-        x32 = x.to(acc)
-        y = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # unit RMS
-        y = y.to(x.dtype) * self.weight
-        return y if self.bias is None else y + self.bias
+        return _rms_norm(x, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.d}, eps={self.eps}, bias={self.bias is not None}"
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+              eps: float) -> torch.Tensor:
+    """`RMSNorm`'s arithmetic without its checks (`lib.model.llama`'s decoding step runs
+    it too, and must give the same numbers bit for bit)."""
+    acc = torch.promote_types(x.dtype, torch.float32)
+    x32 = x.to(acc)
+    y = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)  # unit RMS
+    y = y.to(x.dtype) * weight
+    return y if bias is None else y + bias
 
 
 def rotary_tables(length: int, d_head: int, base: float = 10000.0, offset: int = 0,
@@ -162,11 +169,17 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                              f"got {shape(t)}")
         if t.device != x.device:
             raise ValueError(f"{name} is on {t.device} but x is on {x.device}")
+    return _rotate(x, cos, sin, pairing)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
+    """`apply_rotary`'s arithmetic without its checks."""
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     if pairing == "interleaved":
         a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    a, b = x[..., : d // 2], x[..., d // 2 :]
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
 
@@ -508,11 +521,16 @@ class ModernDecoder(nn.Module):
         if tokens.device != self.embed.weight.device:
             raise ValueError(f"tokens are on {tokens.device} but the model is on {self.embed.weight.device}")
         x = self.pos(self.embed(tokens.long()), offset)  # (B, T, d_model)
-        for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache.self_attn[i])
+        x = self._run_blocks(x, cache)
         if last_only:
             x = x[:, -1:]  # (B, 1, d_model)
         return self.head(self.final_norm(x))  # (B, T, vocab_size), or (B, 1, vocab_size)
+
+    def _run_blocks(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        """The residual stream through every block (`lib.model.llama` runs it faster)."""
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache.self_attn[i])
+        return x
 
     def count_parameters(self) -> int:
         """Trainable parameters, a tied matrix counted once."""
