@@ -133,6 +133,78 @@ def test_train_attention_only_records_checkpoints():
     assert run.model is not None and not run.model.training
 
 
+def test_early_late_losses_against_cross_entropy_position_by_position():
+    torch.manual_seed(0)
+    model = lib.AttentionOnlyModel(11, d_model=16, n_heads=2, max_len=20).eval()
+    x = torch.randint(0, 11, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits = model(x)
+    T = x.shape[1]
+
+    def loss_at(t):  # the loss predicting token t (from the logits at t - 1)
+        return F.cross_entropy(logits[:, t - 1], x[:, t])
+
+    for early, late in ((8, 12), (1, 1), (19, 19), (3, 5)):
+        want_early = torch.stack([loss_at(t) for t in range(1, early + 1)]).mean()
+        want_late = torch.stack([loss_at(t) for t in range(T - late, T)]).mean()
+        got = lib.early_late_losses(model, x, early=early, late=late)
+        assert math.isclose(got[0], float(want_early), rel_tol=1e-5)
+        assert math.isclose(got[1], float(want_late), rel_tol=1e-5)
+    early, late = lib.early_late_losses(model, x, late=12)  # positions 1-8, last 12
+    assert early != late
+    with lib.ablate_heads(model, [(1, 0), (1, 1)]):
+        assert lib.early_late_losses(model, x, late=12) != (early, late)  # the model's
+
+
+def test_early_late_losses_on_a_known_model():
+    V, L = 7, 6  # _Copier: uniform on the first copy, confident on the second
+    x = lib.repeated_tokens(2, L, low=0, high=V, seed=1)
+    early, late = lib.early_late_losses(_Copier(V, L), x, early=L - 1, late=L - 1)
+    assert math.isclose(early, math.log(V), rel_tol=1e-6)
+    want = F.cross_entropy(torch.tensor([[20.0] + [0.0] * (V - 1)]), torch.tensor([0])).item()
+    assert math.isclose(late, want, rel_tol=1e-5)
+    # one position more reaches back to the second copy's first token, which no copy predicts
+    assert lib.early_late_losses(_Copier(V, L), x, late=L)[1] > late + 0.1
+
+
+def test_early_late_losses_bad_input():
+    model = lib.AttentionOnlyModel(11, d_model=16, n_heads=2, max_len=20).eval()
+    x = torch.randint(0, 11, (2, 10))
+    for bad in ([[1, 2, 3]], x.float(), x > 5):
+        with pytest.raises(TypeError, match="windows"):
+            lib.early_late_losses(model, bad)
+    for bad in (x[0], x[:, :1], x[None]):
+        with pytest.raises(ValueError, match="windows"):
+            lib.early_late_losses(model, bad)
+    for name in ("early", "late"):
+        with pytest.raises(TypeError, match=name):
+            lib.early_late_losses(model, x, **{name: 2.0})
+        for bad in (0, 10):  # T = 10: nine predicted positions
+            with pytest.raises(ValueError, match=name):
+                lib.early_late_losses(model, x, **{name: bad})
+
+
+def test_train_attention_only_keeps_its_held_out_windows():
+    ids = torch.randint(0, 12, (3000,), generator=torch.Generator().manual_seed(0))
+    run = lib.train_attention_only(ids, ids, 12, steps=4, every=2, context=24, batch_size=4,
+                                   d_model=16, n_heads=2, probe_length=6, probe_batch=4,
+                                   repeat_length=(5, 8))
+    plain, twice = run.plain_windows, run.repeat_windows
+    assert plain.shape == twice.shape == (64, 24)
+    changed = (plain != twice).any(1)
+    assert changed.float().mean() > 0.5  # a passage written over most windows
+    for row in plain:  # plain windows are stretches of valid_ids as they are
+        start = int(((ids.unfold(0, 24, 1) == row).all(1)).nonzero()[0])
+        assert torch.equal(ids[start: start + 24], row)
+    # the last checkpoint's losses are early_late_losses of the returned model on them
+    # (the last 32 positions, or all 23 a window of 24 has)
+    assert (run.plain_early_loss[-1], run.plain_late_loss[-1]) == lib.early_late_losses(
+        run.model, plain, late=23)
+    assert (run.early_loss[-1], run.late_loss[-1]) == lib.early_late_losses(
+        run.model, twice, late=23)
+    assert run.plain_late_loss[-1] != lib.early_late_losses(run.model, plain, late=22)[1]
+
+
 def test_train_attention_only_draws_its_probe_from_probe_range(monkeypatch):
     import lib.teach.induction as induction
 

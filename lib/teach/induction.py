@@ -12,6 +12,8 @@ nothing can be predicted, on the second copy everything can, by copying.
 
 - `repeated_tokens` builds such batches;
 - `half_losses` is the next-token loss on each copy;
+- `early_late_losses` is the loss at a window's first and last positions (on held-out
+  text: does the model predict late positions better than early ones?);
 - `induction_scores` / `previous_token_scores` read every head's attention;
 - `ablation_losses` zero-ablates heads (the top ones and random draws);
 - `induction_ablation` is the causal test of a grown two-layer model (its induction
@@ -42,6 +44,7 @@ __all__ = [
     "AttentionOnlyModel",
     "InductionRun",
     "ablation_losses",
+    "early_late_losses",
     "induction_ablation",
     "half_losses",
     "repeat_probe",
@@ -128,6 +131,30 @@ def half_losses(model, tokens: torch.Tensor, length: int) -> tuple[float, float]
     if 2 * length > T:
         raise ValueError(f"length {length}: two copies do not fit in {T} tokens")
     return _halves(_per_token_loss(model, tokens), length)
+
+
+def early_late_losses(model, windows: torch.Tensor, *, early: int = 8,
+                      late: int = 32) -> tuple[float, float]:
+    """Mean next-token loss (nats) of ``model`` on ``windows`` (B, T) of token ids at the
+    early and at the late positions: predicting tokens 1..``early`` and the last
+    ``late`` tokens of each window (chapter 16, section 5: with a passage written twice
+    the late positions can copy, the early ones cannot; `train_attention_only` records
+    it at every checkpoint). Runs under `torch.no_grad`; put the model in eval mode
+    first, and wrap the call in `lib.ablate_heads` to measure with heads switched off.
+    """
+    if (not isinstance(windows, torch.Tensor) or windows.is_floating_point()
+            or windows.is_complex() or windows.dtype == torch.bool):
+        got = windows.dtype if isinstance(windows, torch.Tensor) else type(windows).__name__
+        raise TypeError(f"windows must be a tensor of integer token ids, got {got}")
+    if windows.dim() != 2 or windows.shape[1] < 2:
+        raise ValueError(f"windows must have shape (B, T >= 2), got {tuple(windows.shape)}")
+    early, late = require_positive_int("early", early), require_positive_int("late", late)
+    for name, n in (("early", early), ("late", late)):
+        if n > windows.shape[1] - 1:
+            raise ValueError(f"{name} = {n}: a window of T = {windows.shape[1]} tokens has "
+                             f"only {windows.shape[1] - 1} predicted positions")
+    loss = _per_token_loss(model, windows)  # (B, T - 1): loss[:, t] predicts token t + 1
+    return float(loss[:, :early].mean()), float(loss[:, -late:].mean())
 
 
 def _halves(loss: torch.Tensor, length: int) -> tuple[float, float]:
@@ -255,7 +282,8 @@ class AttentionOnlyModel(nn.Module):
 
     Token embedding + learned positions, ``n_layers`` `AttentionBlock`s
     (``blocks.{i}.attn`` with `lib.MultiHeadAttention`'s hook points), a final
-    LayerNorm and an untied linear head. With no MLP, everything it predicts goes
+    LayerNorm and an untied linear head. With no MLP, everything it predicts beyond
+    what the current token alone suggests (the direct path from embedding to head) goes
     through attention: two layers are the fewest in which an induction head can form.
     """
 
@@ -314,7 +342,7 @@ class InductionRun:
     steps: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)  # mean over the steps since the last checkpoint
     # held-out windows with a passage written twice (as the training windows): the loss
-    # predicting positions 1..8 and the last 32 positions
+    # predicting positions 1..8 and the last 32 positions (`early_late_losses`)
     early_loss: list[float] = field(default_factory=list)
     late_loss: list[float] = field(default_factory=list)
     # the same on held-out plain text (no passage written twice)
@@ -326,6 +354,10 @@ class InductionRun:
     previous: list[torch.Tensor] = field(default_factory=list)  # (n_layers, h) per checkpoint
     seconds: float = 0.0
     model: AttentionOnlyModel | None = None
+    # the held-out windows measured at every checkpoint, (64, context) ids each: plain text,
+    # and the same windows with a passage written twice (for `early_late_losses`)
+    plain_windows: torch.Tensor | None = None
+    repeat_windows: torch.Tensor | None = None
 
     def best_induction(self, layer: int = 1) -> list[float]:
         """The best head's induction score in ``layer`` at each checkpoint."""
@@ -333,7 +365,7 @@ class InductionRun:
 
 
 def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int, *,
-                         seed: int = 0, steps: int = 1500, every: int = 100, context: int = 128,
+                         seed: int = 0, steps: int = 2000, every: int = 100, context: int = 128,
                          batch_size: int = 32, d_model: int = 64, n_heads: int = 4, lr: float = 3e-3,
                          probe_length: int = 40, probe_batch: int = 32,
                          repeat_fraction: float = 1.0, repeat_length: tuple[int, int] = (40, 64),
@@ -343,9 +375,10 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
 
     Random windows of ``context`` characters of ``train_ids``, AdamW (``lr``, constant
     after a linear warm-up over the first 10 % of the steps, at most 200). At each
-    checkpoint: the loss at early and late positions of 64 held-out windows of
-    ``valid_ids``, each with a passage written twice as in training (``early_loss``,
-    ``late_loss``) and as plain text (``plain_early_loss``, ``plain_late_loss``), the two
+    checkpoint: `early_late_losses` on 64 held-out windows of ``valid_ids``, each with a
+    passage written twice as in training (``early_loss``, ``late_loss``) and as plain
+    text (``plain_early_loss``, ``plain_late_loss``; the windows are kept on the run as
+    ``repeat_windows`` and ``plain_windows``, to measure the trained model again), the two
     half losses on repeated random characters (`repeated_tokens`, ``probe_length`` per copy) and each head's
     induction and previous-token scores on them. ``repeat_fraction`` of each
     batch's windows hold a passage written twice (its length drawn from
@@ -353,9 +386,9 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     between the copies at random), the rest plain text. ``probe_range``
     = (low, high) draws the probe's random characters from ids low .. high - 1 (e.g.
     the lowercase letters; default: the whole vocabulary). One thread's worth of work:
-    the default 1,500 steps take about a minute on one core. With the defaults a layer-2
-    induction head forms within them (chapter 16, section 5; seeds in
-    bench/induction_training.py).
+    the default 2,000 steps take 85-120 s on one core. With the defaults a layer-2
+    induction head (score >= 0.2 on lowercase letters) formed within them on each of six
+    seeds (chapter 16, section 5; bench/induction_training.py).
     """
     for name, ids in (("train_ids", train_ids), ("valid_ids", valid_ids)):
         if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
@@ -396,21 +429,22 @@ def train_attention_only(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         _write_twice(row, vg, *repeat_length)
     probe = repeated_tokens(probe_batch, probe_length, low=probe_range[0], high=probe_range[1],
                             seed=4321)
-    run = InductionRun(seed=seed)
+    run = InductionRun(seed=seed, plain_windows=valid, repeat_windows=valid_repeat)
+    span = dict(early=8, late=min(32, context - 1))  # the last 32 positions, or all there are
     losses = []
 
     def measure(step):
         model.eval()
-        per_pos = _per_token_loss(model, valid)  # (64, context - 1)
+        plain = early_late_losses(model, valid, **span)
         r = repeat_probe(model, probe, probe_length, skip=0)
         a, b, ind, prev = r["first"], r["second"], r["induction"], r["previous"]
         run.steps.append(step)
         run.train_loss.append(sum(losses) / len(losses) if losses else float("nan"))
-        run.plain_early_loss.append(float(per_pos[:, :8].mean()))
-        run.plain_late_loss.append(float(per_pos[:, -32:].mean()))
-        per_pos = _per_token_loss(model, valid_repeat)
-        run.early_loss.append(float(per_pos[:, :8].mean()))
-        run.late_loss.append(float(per_pos[:, -32:].mean()))
+        run.plain_early_loss.append(plain[0])
+        run.plain_late_loss.append(plain[1])
+        early, late = early_late_losses(model, valid_repeat, **span)
+        run.early_loss.append(early)
+        run.late_loss.append(late)
         run.first_half.append(a)
         run.second_half.append(b)
         run.induction.append(ind)
