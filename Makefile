@@ -102,7 +102,7 @@ record-times: $(STAMP) data
 
 # The chapters that train a model (their results depend on floating-point rounding), again
 # with the kernels of a CPU without AVX-512: what an instructor's runner may print.
-TRAINING_NOTEBOOKS := $(filter $(addprefix book/,02_% 06_% 08_% 11_% 12_% 13_% 14_%),$(NOTEBOOKS))
+TRAINING_NOTEBOOKS := $(filter $(addprefix book/,02_% 06_% 08_% 11_% 12_% 13_% 14_% 16_%),$(NOTEBOOKS))
 test-avx2: $(STAMP) data
 	ATEN_CPU_CAPABILITY=avx2 $(BIN)/python tools/run_notebooks.py $(TRAINING_NOTEBOOKS)
 
