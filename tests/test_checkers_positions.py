@@ -188,13 +188,11 @@ def test_rope_stub_is_not_implemented():
 @pytest.mark.parametrize(
     "wrong, name",
     [
-        (rotate_half_hf, "the half-split layout of Hugging Face's rotate_half"),
         (lambda x: same_sign(x, -1.0), "the two sine terms have the same sign (not a rotation)"),
         (lambda x: same_sign(x, 1.0), "the two sine terms have the same sign (not a rotation)"),
         (lambda x: rope(x, omega=lambda i, d: 1.0), "the same angle p for every pair"),
         (lambda x: rope(x, first=1), "positions counted from 1"),
         (lambda x: rope(x, omega=lambda i, d: 10000.0 ** (-i / d)), "the exponent uses i where the formula has 2i"),
-        (lambda x: rope(x, halves=True), "pairs (i, i + d_model/2) instead of (2i, 2i + 1)"),
     ],
 )
 def test_rope_mistakes_are_named(wrong, name):
@@ -343,3 +341,21 @@ def test_extrapolation_prediction_checker():
         lib.check_extrapolation_prediction({"better": "learned"}, outcome)
     with pytest.raises(TypeError, match="my_prediction"):
         lib.check_extrapolation_prediction("learned", outcome)
+
+
+@pytest.mark.parametrize("fn", [rotate_half_hf, lambda x: rope(x, halves=True)])
+def test_rope_in_the_half_split_layout_is_accepted_and_the_mismatch_named(fn):
+    """Issue 23: the chapter-6 checker accepts both pairing conventions and names the
+    mismatch with the chapter's (2i, 2i + 1)."""
+    verdict = lib.check_apply_rope(fn)
+    assert verdict, verdict.message
+    assert "half-split" in verdict.message and "This chapter pairs (2i, 2i + 1)" in verdict.message
+    # the chapter's own layout gets no such note
+    assert "This chapter pairs" not in lib.check_apply_rope(rope).message
+
+
+def test_half_split_layout_still_needs_the_dtype_and_the_angles():
+    verdict = lib.check_apply_rope(lambda x: rotate_half_hf(x).float())
+    assert not verdict  # float64 cases must stay float64
+    verdict = lib.check_apply_rope(lambda x: rope(x, halves=True, first=1))
+    assert not verdict  # positions counted from 1, in the half-split layout

@@ -353,3 +353,66 @@ def test_named_mistakes_and_passes_get_no_location():
     assert "compare_layers" not in lib.check_post_ln_encoder_layer(post_ln).message
     verdict = lib.check_post_ln_encoder_layer(pre_ln_order)
     assert verdict.mistake is not None and "compare_layers" not in verdict.message
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_modern_pattern_recomputed_from_rotated_q_and_repeated_k(pairing):
+    """The rotary, grouped-query ModernDecoder (SmolLM2's class): each head's cached pattern
+    equals softmax of its rotated query against the rotated key of its key/value group,
+    rebuilt here by brute force (explicit 2x2 rotations, head j reading kv head j // 2)."""
+    torch.manual_seed(21)
+    n_heads, n_kv, d_head, T = 4, 2, 8, 9
+    config = lib.ModernConfig(vocab_size=40, d_model=n_heads * d_head, n_layers=2,
+                              n_heads=n_heads, n_kv_heads=n_kv, d_ff=48, rope_base=100.0,
+                              rope_pairing=pairing)
+    model = lib.ModernDecoder(config).eval()
+    tokens = torch.randint(0, 40, (2, T), generator=torch.Generator().manual_seed(22))
+    with torch.no_grad():
+        _, cache = run_with_cache(model, tokens)
+    for i, block in enumerate(model.blocks):
+        h = block.norm1(cache[f"blocks.{i}.hook_resid_pre"])
+        q = (h @ block.attn.w_q.weight.T).view(2, T, n_heads, d_head)
+        k = (h @ block.attn.w_k.weight.T).view(2, T, n_kv, d_head)
+        rotated = []
+        for x in (q, k):
+            out = torch.empty_like(x)
+            for p in range(T):
+                for pair in range(d_head // 2):
+                    a_i, b_i = (2 * pair, 2 * pair + 1) if pairing == "interleaved" else (
+                        pair, pair + d_head // 2)
+                    theta = p * 100.0 ** (-2 * pair / d_head)
+                    c, s = math.cos(theta), math.sin(theta)
+                    a, b = x[:, p, :, a_i], x[:, p, :, b_i]
+                    out[:, p, :, a_i], out[:, p, :, b_i] = a * c - b * s, a * s + b * c
+            rotated.append(out)
+        q, k = rotated
+        for j in range(n_heads):
+            scores = q[:, :, j] @ k[:, :, j // (n_heads // n_kv)].transpose(-1, -2)
+            scores = (scores / math.sqrt(d_head)).masked_fill(
+                torch.ones(T, T).triu(1).bool(), -torch.inf)
+            torch.testing.assert_close(cache[f"blocks.{i}.attn.hook_pattern"][:, j],
+                                       scores.softmax(-1), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: lib.ModernConfig().build(),
+    lambda: lib.DecoderOnlyModel(30, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0),
+])
+def test_no_hook_point_is_called_while_none_is_attached(monkeypatch, make):
+    """Chapter 16: with no hook attached the models do not even call their hook points;
+    with one attached, every hook point of that block runs."""
+    from lib.model.hooks import HookPoint
+
+    calls = []
+    original = HookPoint.forward
+    monkeypatch.setattr(HookPoint, "forward", lambda self, x: calls.append(self) or original(self, x))
+    model = make().eval()
+    tokens = torch.randint(0, 30, (1, 6), generator=torch.Generator().manual_seed(23))
+    with torch.no_grad():
+        model(tokens)
+        assert calls == []
+        layers = getattr(model, "blocks", None) or model.layers
+        layers[1].hook_mlp_out.register_forward_hook(lambda m, i, o: None)
+        model(tokens)
+    assert layers[1].hook_mlp_out in calls and layers[1].hook_resid_post in calls
+    assert not any(p is layers[0].hook_mlp_out for p in calls)

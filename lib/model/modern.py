@@ -55,6 +55,7 @@ from lib._checks import (
 from lib.model.hooks import HookPoint
 from lib.model.kv_cache import AttentionCache, KVCache, _check_offset
 from lib.model.layers import sinusoidal_positional_encoding
+from lib.model.transformer import _add_hook_points
 
 __all__ = [
     "RMSNorm",
@@ -304,7 +305,9 @@ class GroupedQueryAttention(nn.Module):
     def _output(self, z: torch.Tensor) -> torch.Tensor:
         """The heads' outputs z (B, h, T, d_head), through hook_z, joined and W^O."""
         B, _, T, _ = z.shape
-        z = self.hook_z(z.transpose(1, 2))  # (B, T, h, d_head)
+        z = z.transpose(1, 2)  # (B, T, h, d_head)
+        if self.hook_z._forward_hooks:  # skipped with no hook: no module call at all
+            z = self.hook_z(z)
         return self.w_o(z.reshape(B, T, self.n_heads * self.d_head))
 
     def _mask(self, T: int, n_keys: int, offset: int, device) -> torch.Tensor:
@@ -419,21 +422,25 @@ class ModernBlock(nn.Module):
             self.mlp = SwiGLU(c.d_model, c.d_ff, bias=c.bias)
         else:
             self.mlp = FeedForward(c.d_model, c.d_ff, activation=c.ffn, bias=c.bias)
-        self.hook_resid_pre = HookPoint()
-        self.hook_attn_out = HookPoint()
-        self.hook_mlp_out = HookPoint()
-        self.hook_resid_post = HookPoint()
+        _add_hook_points(self, "attn_out")
 
     def forward(self, x: torch.Tensor, cache: AttentionCache | None = None) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model); cache as in `GroupedQueryAttention`."""
-        x = self.hook_resid_pre(x)
+        # Hook points (chapter 16) are called only while a hook is attached to one of them.
+        hooked = any(p._forward_hooks for p in self._hook_points)
+        if hooked:
+            x = self.hook_resid_pre(x)
         if self.norm_first:
-            x = x + self.hook_attn_out(self.attn(self.norm1(x), cache))
-            x = x + self.hook_mlp_out(self.mlp(self.norm2(x)))
+            a = self.attn(self.norm1(x), cache)
+            x = x + (self.hook_attn_out(a) if hooked else a)
+            f = self.mlp(self.norm2(x))
+            x = x + (self.hook_mlp_out(f) if hooked else f)
         else:
-            x = self.norm1(x + self.hook_attn_out(self.attn(x, cache)))
-            x = self.norm2(x + self.hook_mlp_out(self.mlp(x)))
-        return self.hook_resid_post(x)
+            a = self.attn(x, cache)
+            x = self.norm1(x + (self.hook_attn_out(a) if hooked else a))
+            f = self.mlp(x)
+            x = self.norm2(x + (self.hook_mlp_out(f) if hooked else f))
+        return self.hook_resid_post(x) if hooked else x
 
 
 class _AddedPositions(nn.Module):

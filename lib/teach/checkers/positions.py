@@ -179,12 +179,10 @@ def _pairing_verdict(apply_rope, pairing: str) -> Verdict:
     chapter): which of the four rotations (pairs (2i, 2i+1) or (i, i + d_model/2), either
     sign) `apply_rope` computes, and whether that is the one asked for."""
     cases = _rope_cases()
-    found = [(halves, sign) for halves in (False, True) for sign in (1.0, -1.0)
-             if check_function(apply_rope, lambda x, h=halves, s=sign: _rotate_pairs(x, halves=h, sign=s),
-                               cases, name="apply_rope")]
-    if not found:  # not a rotary embedding in either layout: the usual diagnosis
+    found = _which_rotation(apply_rope, cases)
+    if found is None:  # not a rotary embedding in either layout: the usual diagnosis
         return check_apply_rope(apply_rope)
-    halves, sign = found[0]
+    halves, sign = found
     wrong_dtype = with_exact_dtype(Verdict(True, ""), apply_rope,
                                    lambda x: _rotate_pairs(x, halves=halves, sign=sign), cases,
                                    "apply_rope", "return x's dtype (.to(x.dtype))")
@@ -207,6 +205,26 @@ def _pairing_verdict(apply_rope, pairing: str) -> Verdict:
     )
 
 
+def _which_rotation(apply_rope, cases: list[Case]) -> tuple[bool, float] | None:
+    """(halves, sign) of the rotation `apply_rope` computes on every case, or None: pairs
+    (2i, 2i+1) or (i, i + d_model/2), turned with the chapter's M_p (+1) or RoFormer's (-1)."""
+    for halves in (False, True):
+        for sign in (1.0, -1.0):
+            if check_function(apply_rope, lambda x, h=halves, s=sign: _rotate_pairs(x, halves=h, sign=s),
+                              cases, name="apply_rope"):
+                return halves, sign
+    return None
+
+
+_OTHER_LAYOUT_NOTE = (
+    " This chapter pairs (2i, 2i + 1): both layouts are rotary embeddings (scores depend on the "
+    "offset only), but they are different functions of x, so weights laid out for one give "
+    "wrong scores with the other until the rows of W_Q and W_K are permuted (chapter 15 does "
+    "it for a real model). The chapter's cells use (2i, 2i + 1): a row [0, 1, 0, 1, ...] "
+    "becomes the sinusoidal table only with that pairing."
+)
+
+
 def check_apply_rope(apply_rope, pairing: str = "interleaved") -> Verdict:
     """Chapter 6, exercise: `apply_rope(x)`, rotary position embedding of x (..., n, d_model):
     the row at position p (0-based, axis -2) is multiplied by M_p, so that pair i
@@ -219,9 +237,11 @@ def check_apply_rope(apply_rope, pairing: str = "interleaved") -> Verdict:
 
     pairing: "interleaved" (chapter 6: pairs (2i, 2i+1)), "half" (pairs (i, i + d/2),
     Hugging Face's layout) or "either" (both accepted; the message says which one it
-    is). With "half" or "either" the verdict names the convention found, and a rotation
-    in the other layout fails as "the other pairing convention" (the pretrained-model
-    chapter).
+    is). With "interleaved", a correct rotation in the half-split layout is accepted too,
+    and the verdict names the mismatch with the chapter's pairing (both are rotary
+    embeddings; weights laid out for one need a row permutation for the other). With
+    "half", a rotation in the interleaved layout fails as "the other pairing convention"
+    (the pretrained-model chapter).
     """
     if pairing not in _PAIRINGS:
         raise ValueError(f"pairing: expected one of {_PAIRINGS}, got {pairing!r}")
@@ -253,20 +273,6 @@ def check_apply_rope(apply_rope, pairing: str = "interleaved") -> Verdict:
             "ω_i = 10000^(-2i/d_model) with i the pair index (0, 1, ..., d_model/2 - 1).",
             lambda x: _rotate_pairs(x, exponent_scale=1.0),
         ),
-        Mistake(
-            "pairs (i, i + d_model/2) instead of (2i, 2i + 1)",
-            "Some libraries rotate the first half against the second half; this chapter pairs "
-            "neighbouring dimensions 2i and 2i + 1, like the sinusoidal table.",
-            lambda x: _rotate_pairs(x, halves=True),
-        ),
-        Mistake(
-            "the half-split layout of Hugging Face's rotate_half",
-            "x * cos + rotate_half(x) * sin (GPT-NeoX, Hugging Face's LLaMA) pairs dimension i "
-            "with i + d_model/2, with RoFormer's sign. It is a valid convention for weights laid "
-            "out for it, but a different function of x: this exercise pairs neighbouring "
-            "dimensions 2i and 2i + 1 (either sign is accepted).",
-            lambda x: _rotate_pairs(x, halves=True, sign=-1.0),
-        ),
     ]
     cases = _rope_cases()
     verdict = check_function(apply_rope, _rotate_pairs, cases, mistakes, name="apply_rope")
@@ -284,6 +290,10 @@ def check_apply_rope(apply_rope, pairing: str = "interleaved") -> Verdict:
             "The chapter's cells use M_p: a row [0, 1, 0, 1, ...] turns into PE[p] with "
             "M_p, and into PE[-p] with yours.",
         )
+    found = _which_rotation(apply_rope, cases)
+    if found is not None and found[0]:  # the half-split layout: accepted, the mismatch named
+        verdict = _pairing_verdict(apply_rope, "either")
+        return Verdict(True, verdict.message + _OTHER_LAYOUT_NOTE) if verdict else verdict
     if _right_to_float32_only(apply_rope, cases):
         return Verdict(
             False,
