@@ -1,7 +1,9 @@
-"""Chapter 11's language model over a 512-token byte-level BPE: the BPE row of chapter 15.
+"""Chapter 11's language model over a 512-token byte-level BPE, and over characters:
+the BPE and character rows of chapter 15.
 
 Run:  OMP_NUM_THREADS=1 .venv/bin/python bench/bpe_language_model.py [--seeds 0 1] \
-          [--save lib/train/checkpoints/bpe_language_model.pt]
+          [--char] [--save lib/train/checkpoints/bpe_language_model.pt] \
+          [--save-char lib/train/checkpoints/char_language_model.pt]
 
 The course's `lib.BPETokenizer` is trained on the training plays (512 tokens: the 256
 bytes and 256 merges; deterministic, ties to the smaller pair). Then, for each seed (the
@@ -10,18 +12,23 @@ on BPE tokens instead of characters: `lib.DecoderOnlyModel` (3 pre-norm layers,
 d_model 64, 4 heads, d_ff 256, GELU, learned positions, no dropout, output tied to the
 embedding), a context of 64 tokens, 1,500 steps of 32 random windows, AdamW (peak 3e-3,
 betas 0.9/0.99, weight decay 0.1 on matrices), 50 warm-up steps then a cosine to 10%,
-gradients clipped at 1.0, one thread. With ``--char``, chapter 11's character model is
-trained on the same seeds too, and scored the same way.
+gradients clipped at 1.0, one thread. With ``--char`` (or ``--save-char``), chapter 11's
+character model is trained on the same seeds too: its vocabulary (the 84 characters of
+the training plays, sorted), model, seed, batches, optimiser and schedule are chapter
+11's, so seed 0 is the model chapter 11 trains (its evaluations every 500 steps change
+no weight); it is scored the same way.
 
 Each model is scored in bits per byte (total nats over the scored tokens / ln 2 / the
-UTF-8 bytes of those tokens) on the two texts of chapter 15's table: the first 30,000
+UTF-8 bytes of those tokens) on the two texts of chapter 15: the first 30,000
 characters of Macbeth (after one newline token as context) and all four held-out plays,
 in non-overlapping windows of 64 + 1 tokens (`lib.evaluation_windows`); the tail that fills
 no window is left out and the bytes are those of the scored tokens (for the span, 43 BPE
-tokens or 48 characters, under 0.3% of its bytes). Chapter 15's `lib.bpe_bits_per_byte`
-scores that tail too, so its figure for the same weights differs in the third decimal. With ``--save`` the first seed's model is written
-with `lib.save_bpe_lm_checkpoint`, its recipe holding every seed's figures; the script
-prints the file's SHA-256 to pin in ``lib/train/bpe_lm_checkpoint.py``.
+tokens or 48 characters, under 0.3% of its bytes). Chapter 15's `lib.lm_bits_per_byte`
+scores that tail too, so its figure for the same weights differs in the third decimal.
+With ``--save`` the first seed's BPE model is written with `lib.save_lm_checkpoint`, with
+``--save-char`` the first seed's character model; each recipe holds every seed's
+figures, and the script prints each file's SHA-256 to pin in
+``lib/train/lm_checkpoint.py``.
 """
 
 from __future__ import annotations
@@ -71,8 +78,11 @@ def main():
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--char", action="store_true",
                         help="also train chapter 11's character model on the same seeds")
-    parser.add_argument("--save", default=None, help="write the first seed's model here")
+    parser.add_argument("--save", default=None, help="write the first seed's BPE model here")
+    parser.add_argument("--save-char", default=None,
+                        help="write the first seed's character model here (implies --char)")
     args = parser.parse_args()
+    args.char = args.char or args.save_char is not None
     torch.set_num_threads(1)
     corpus = lib.load_corpus()
     span = corpus.validation["macbeth"][:30_000]
@@ -88,14 +98,15 @@ def main():
     print(f"training plays: {train_ids.numel():,} tokens, "
           f"{len(corpus.train_text) / train_ids.numel():.3f} characters per token")
 
-    chars = sorted(set(corpus.train_text) | set(corpus.validation_text))
+    chars = sorted(set(corpus.train_text))  # chapter 11's vocabulary, in its order
+    assert set(corpus.validation_text) <= set(chars) and len(chars) == 84
     stoi = {c: i for i, c in enumerate(chars)}
     cenc = lambda t: torch.tensor([stoi[c] for c in t], dtype=torch.long)  # noqa: E731
     cbytes = lambda ids: "".join(chars[i] for i in ids).encode("utf-8")  # noqa: E731
     ctexts = {"span": cenc("\n" + span), "four plays": cenc(corpus.validation_text)}
     ctrain = cenc(corpus.train_text)
 
-    results, saved = [], None
+    results, saved, saved_char = [], None, None
     for seed in args.seeds:
         model, cpu, last = train(bpe.vocab_size, train_ids, seed, args.steps)
         row = {"seed": seed, "train_cpu_seconds": round(cpu, 1),
@@ -113,22 +124,40 @@ def main():
                 row[f"character model bpb {name}"] = round(bpb, 4)
                 print(f"char seed {seed}: {name}: {bpb:.4f} bits per byte "
                       f"({n_tok:,} tokens, {nb:,} bytes)")
-            print(f"char seed {seed}: {ccpu:.0f} s CPU")
+            ch11 = lib.lm_loss(cmodel, lib.evaluation_windows(ctexts["four plays"], CONTEXT,
+                                                               n_windows=1000))
+            row["character model nats, chapter 11's 1,000 windows"] = round(ch11, 4)
+            print(f"char seed {seed}: {ch11:.4f} nats per character on chapter 11's "
+                  "1,000 validation windows")
+            row["character model train_cpu_seconds"] = round(ccpu, 1)
+            row["character model train_loss_last_100"] = round(clast, 4)
+            print(f"char seed {seed}: {ccpu:.0f} s CPU, last 100 steps' loss {clast:.3f}")
+            if saved_char is None:
+                saved_char = cmodel
         results.append(row)
         if saved is None:
             saved = model
     n_params = sum(p.numel() for p in saved.parameters())
     print(f"{n_params:,} parameters")
+    recipe = {"steps": args.steps, "batch": BATCH, "context": CONTEXT, "peak_lr": PEAK,
+              "warmup": 50, "schedule": "linear warm-up, cosine to 10%",
+              "optimizer": "AdamW betas (0.9, 0.99), weight decay 0.1 on matrices",
+              "clip_norm": 1.0, "seed": args.seeds[0], "threads": 1,
+              "torch": str(torch.__version__), "results": results}
     if args.save:
-        recipe = {"steps": args.steps, "batch": BATCH, "context": CONTEXT, "peak_lr": PEAK,
-                  "warmup": 50, "schedule": "linear warm-up, cosine to 10%",
-                  "optimizer": "AdamW betas (0.9, 0.99), weight decay 0.1 on matrices",
-                  "clip_norm": 1.0, "seed": args.seeds[0], "threads": 1,
-                  "bpe": f"lib.BPETokenizer.train(corpus.train_text, {VOCAB_SIZE})",
-                  "torch": str(torch.__version__), "results": results}
-        digest = lib.save_bpe_lm_checkpoint(saved, {"vocab_size": bpe.vocab_size, **CONFIG},
-                                            bpe, recipe, args.save)
+        digest = lib.save_lm_checkpoint(
+            saved, {"vocab_size": bpe.vocab_size, **CONFIG}, bpe,
+            {**recipe, "bpe": f"lib.BPETokenizer.train(corpus.train_text, {VOCAB_SIZE})"},
+            args.save)
         print(f"saved {args.save}: SHA-256 {digest}")
+    if args.save_char:
+        n_char = sum(p.numel() for p in saved_char.parameters())
+        print(f"character model: {n_char:,} parameters")
+        digest = lib.save_lm_checkpoint(
+            saved_char, {"vocab_size": len(chars), **CONFIG}, "".join(chars),
+            {**recipe, "characters": "sorted(set(corpus.train_text)), chapter 11's"},
+            args.save_char)
+        print(f"saved {args.save_char}: SHA-256 {digest}")
 
 
 if __name__ == "__main__":

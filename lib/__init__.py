@@ -26,8 +26,8 @@ from lib.teach import *  # noqa: F403
 from lib.teach import __all__ as _teach_all
 from lib.train import *  # noqa: F403
 from lib.train import __all__ as _train_all
-from lib.train.bpe_lm_checkpoint import *  # noqa: F403
-from lib.train.bpe_lm_checkpoint import __all__ as _bpe_lm_all
+from lib.train.lm_checkpoint import *  # noqa: F403
+from lib.train.lm_checkpoint import __all__ as _lm_checkpoint_all
 
 # Widgets load ipywidgets and anywidget: they are imported on first use (PEP 562).
 _WIDGETS = {
@@ -53,4 +53,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WIDGETS))
 
 
-__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_bpe_lm_all, *_WIDGETS]
+__all__ = [*_model_all, *_train_all, *_teach_all, *_interop_all, *_lm_checkpoint_all, *_WIDGETS]

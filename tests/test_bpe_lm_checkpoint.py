@@ -1,4 +1,4 @@
-"""lib.save_bpe_lm_checkpoint / load_bpe_lm_checkpoint / bpe_bits_per_byte: chapter 15's
+"""lib.save_lm_checkpoint / load_lm_checkpoint / lm_bits_per_byte: chapter 15's
 BPE language model is loaded only if it is the pinned file and only with its own
 tokenizer, and its bits per byte equal a computation written here from plain
 `F.cross_entropy` on the model's logits."""
@@ -35,7 +35,7 @@ def saved(tmp_path, tokenizer):
     torch.manual_seed(0)
     model = lib.DecoderOnlyModel(**config(tokenizer.vocab_size))
     path = tmp_path / "bpe_lm.pt"
-    digest = lib.save_bpe_lm_checkpoint(model, config(tokenizer.vocab_size), tokenizer,
+    digest = lib.save_lm_checkpoint(model, config(tokenizer.vocab_size), tokenizer,
                                         {"steps": 3, "torch": torch.__version__}, path)
     return model, path, digest
 
@@ -43,7 +43,7 @@ def saved(tmp_path, tokenizer):
 def test_round_trip_gives_float16_weights_the_tokenizer_and_the_recipe(saved, tokenizer):
     model, path, digest = saved
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
-    loaded, bpe, recipe = lib.load_bpe_lm_checkpoint(path, digest)
+    loaded, bpe, recipe = lib.load_lm_checkpoint(path, digest)
     assert recipe == {"steps": 3, "torch": str(torch.__version__)}
     assert not loaded.training
     assert bpe.merges == tokenizer.merges and bpe.pattern == tokenizer.pattern
@@ -51,7 +51,7 @@ def test_round_trip_gives_float16_weights_the_tokenizer_and_the_recipe(saved, to
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
         assert b.dtype == a.dtype, name
         assert torch.equal(a.to(torch.float16).to(a.dtype), b), name
-    again, _, _ = lib.load_bpe_lm_checkpoint(path, digest, tokenizer)  # the same merges
+    again, _, _ = lib.load_lm_checkpoint(path, digest, tokenizer)  # the same merges
     assert torch.equal(again.head.weight, loaded.head.weight)
 
 
@@ -61,53 +61,51 @@ def test_a_changed_file_is_refused(saved):
     data[-10] ^= 1
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="SHA-256 mismatch"):
-        lib.load_bpe_lm_checkpoint(path, digest)
+        lib.load_lm_checkpoint(path, digest)
 
 
 def test_another_vocabulary_is_refused(saved, tokenizer):
     _, path, digest = saved
     fewer = lib.BPETokenizer(tokenizer.merges[:-1])  # one merge short
     with pytest.raises(ValueError, match="tokenizer: not the vocabulary"):
-        lib.load_bpe_lm_checkpoint(path, digest, fewer)
+        lib.load_lm_checkpoint(path, digest, fewer)
     other = lib.BPETokenizer.train("something else entirely, other text " * 5, 276)
     with pytest.raises(ValueError, match="tokenizer"):
-        lib.load_bpe_lm_checkpoint(path, digest, other)
+        lib.load_lm_checkpoint(path, digest, other)
 
 
 def test_bad_arguments(saved, tokenizer, tmp_path):
     model, path, digest = saved
     with pytest.raises(ValueError, match="sha256"):
-        lib.load_bpe_lm_checkpoint(path, "abc")
+        lib.load_lm_checkpoint(path, "abc")
     with pytest.raises(FileNotFoundError, match="path"):
-        lib.load_bpe_lm_checkpoint(tmp_path / "none.pt", digest)
+        lib.load_lm_checkpoint(tmp_path / "none.pt", digest)
     with pytest.raises(TypeError, match="tokenizer"):
-        lib.load_bpe_lm_checkpoint(path, digest, "not a tokenizer")
+        lib.load_lm_checkpoint(path, digest, ["not", "a", "tokenizer"])
     cfg = config(tokenizer.vocab_size)
     with pytest.raises(TypeError, match="model"):
-        lib.save_bpe_lm_checkpoint(torch.nn.Linear(2, 2), cfg, tokenizer, {}, tmp_path / "x")
+        lib.save_lm_checkpoint(torch.nn.Linear(2, 2), cfg, tokenizer, {}, tmp_path / "x")
     with pytest.raises(TypeError, match="tokenizer"):
-        lib.save_bpe_lm_checkpoint(model, cfg, "bpe", {}, tmp_path / "x")
+        lib.save_lm_checkpoint(model, cfg, b"bpe", {}, tmp_path / "x")
     with pytest.raises(TypeError, match="recipe"):
-        lib.save_bpe_lm_checkpoint(model, cfg, tokenizer, [], tmp_path / "x")
+        lib.save_lm_checkpoint(model, cfg, tokenizer, [], tmp_path / "x")
     with pytest.raises(ValueError, match="config"):
-        lib.save_bpe_lm_checkpoint(model, {**cfg, "extra": 1}, tokenizer, {}, tmp_path / "x")
+        lib.save_lm_checkpoint(model, {**cfg, "extra": 1}, tokenizer, {}, tmp_path / "x")
     with pytest.raises(ValueError, match="vocab_size"):
-        lib.save_bpe_lm_checkpoint(model, cfg, lib.BPETokenizer(tokenizer.merges[:-1]), {},
+        lib.save_lm_checkpoint(model, cfg, lib.BPETokenizer(tokenizer.merges[:-1]), {},
                                    tmp_path / "x")
     with pytest.raises(TypeError, match="model"):
-        lib.bpe_bits_per_byte(torch.nn.Linear(2, 2), tokenizer, TEXT)
+        lib.lm_bits_per_byte(torch.nn.Linear(2, 2), tokenizer, TEXT)
     with pytest.raises(ValueError, match="tokenizer"):
-        lib.bpe_bits_per_byte(model, lib.BPETokenizer(), TEXT)
+        lib.lm_bits_per_byte(model, lib.BPETokenizer(), TEXT)
     with pytest.raises(ValueError, match="context"):
-        lib.bpe_bits_per_byte(model, tokenizer, TEXT, context="two words")
+        lib.lm_bits_per_byte(model, tokenizer, TEXT, context="two words")
 
 
-def independent_bits_per_byte(model, tokenizer, text, window):
-    """Every token after the newline scored once with plain F.cross_entropy: the
+def independent_bits_per_ids(model, ids, n_bytes, window):
+    """Every token of `ids` after the first scored once with plain F.cross_entropy: the
     non-overlapping windows of window + 1 tokens, then the tail's tokens in the last
-    window; bytes counted from the text itself."""
-    ids = tokenizer.encode("\n") + tokenizer.encode(text)
-    assert tokenizer.decode(ids) == "\n" + text
+    window; the total in bits over `n_bytes`."""
     total, scored = 0.0, set()
     with torch.no_grad():
         starts = list(range(0, len(ids) - window, window))
@@ -121,15 +119,22 @@ def independent_bits_per_byte(model, tokenizer, text, window):
                     scored.add(start + t + 1)
                     total += float(nats[t])
     assert scored == set(range(1, len(ids)))
-    n_bytes = len(text.encode("utf-8"))
     return total / math.log(2) / n_bytes, len(scored), n_bytes
+
+
+def independent_bits_per_byte(model, tokenizer, text, window):
+    """The BPE tokens of a newline then `text`, scored by independent_bits_per_ids;
+    bytes counted from the text itself."""
+    ids = tokenizer.encode("\n") + tokenizer.encode(text)
+    assert tokenizer.decode(ids) == "\n" + text
+    return independent_bits_per_ids(model, ids, len(text.encode("utf-8")), window)
 
 
 def test_bits_per_byte_equals_plain_cross_entropy(saved, tokenizer):
     model, _, _ = saved
     model.eval()
     text = TEXT + "Eye of newt, and toe of frog — ça va.\n"  # a non-ASCII byte or two
-    got = lib.bpe_bits_per_byte(model, tokenizer, text)
+    got = lib.lm_bits_per_byte(model, tokenizer, text)
     want = independent_bits_per_byte(model, tokenizer, text, 8)
     assert got[1:] == want[1:]
     assert got[0] == pytest.approx(want[0], rel=1e-5)
@@ -141,7 +146,7 @@ def test_bits_per_byte_equals_plain_cross_entropy(saved, tokenizer):
 def shipped():
     corpus = lib.load_corpus()
     bpe = lib.BPETokenizer.train(corpus.train_text, 512)
-    model, stored, recipe = lib.load_bpe_lm_checkpoint(
+    model, stored, recipe = lib.load_lm_checkpoint(
         lib.BPE_LM_CHECKPOINT, lib.BPE_LM_CHECKPOINT_SHA256, bpe)
     return corpus, model, stored, recipe
 
@@ -158,7 +163,7 @@ def test_the_shipped_model_on_macbeth_plain_cross_entropy(shipped):
     """The chapter's BPE row on a short span of the held-out play, recomputed here."""
     corpus, model, bpe, recipe = shipped
     span = corpus.validation["macbeth"][:3_000]
-    got = lib.bpe_bits_per_byte(model, bpe, span)
+    got = lib.lm_bits_per_byte(model, bpe, span)
     want = independent_bits_per_byte(model, bpe, span, 64)
     assert got[1:] == want[1:]
     assert got[0] == pytest.approx(want[0], rel=1e-5)
