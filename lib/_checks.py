@@ -85,6 +85,26 @@ def require_probability(name: str, p: object) -> float:
     return float(p)
 
 
+def require_device(name: str, device: object) -> torch.device:
+    """A device to compute on: None (the CPU), a string such as ``"cpu"`` or ``"cuda:0"``,
+    or a ``torch.device``. A misspelt name, or CUDA/MPS where this machine has none,
+    is refused here rather than deep inside the first ``.to(device)``."""
+    if device is None:
+        return torch.device("cpu")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a str or a torch.device (or None for the CPU), "
+                        f"got {device!r} ({type(device).__name__})")
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda', got {device!r}") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name} is {device!r} but CUDA is not available on this machine")
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name} is {device!r} but MPS is not available on this machine")
+    return parsed
+
+
 def require_same_kind(**tensors: torch.Tensor) -> None:
     """Tensors that meet in one matmul must share dtype and device.
 

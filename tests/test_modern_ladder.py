@@ -176,3 +176,69 @@ def test_bad_input():
         ladder.kv_bytes_per_token(lib.ModernConfig(), 0)
     with pytest.raises(ValueError, match="not n_heads=3 heads of an even width"):
         ladder.half_order(torch.zeros(9, 4), 3)
+
+
+def test_device_cpu_is_the_default_bit_for_bit():
+    """device="cpu" (or a torch.device) trains and scores exactly as the default does."""
+    train, heldout, text = tiny_data()
+    rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                                  max_len=16)
+    name, config = rungs[-1]
+    kw = dict(steps=8, batch_size=4, seed=2)
+    default = ladder.train_rung(name, config, train, heldout, text, **kw)
+    for device in ("cpu", torch.device("cpu"), None):
+        run = ladder.train_rung(name, config, train, heldout, text, device=device, **kw)
+        assert run.losses == default.losses and run.heldout_nats == default.heldout_nats
+    one = ladder.run_ladder(rungs[:2], train, heldout, text, steps=3, seeds=(0,), batch_size=4)
+    cpu = ladder.run_ladder(rungs[:2], train, heldout, text, steps=3, seeds=(0,), batch_size=4,
+                            device="cpu")
+    assert [r.losses for r in one] == [r.losses for r in cpu]
+    assert [r.heldout_nats for r in one] == [r.heldout_nats for r in cpu]
+    speed = ladder.training_speed(rungs[:1], train, steps=1, repeats=1, batch_size=4,
+                                  device="cpu")
+    assert list(speed) == [rungs[0][0]] and speed[rungs[0][0]] > 0
+
+
+def test_the_model_and_its_inputs_stay_together():
+    """from_decoder_only builds on the source model's device, and measured_kv_bytes_per_token
+    moves the tokens to the model's (meta here: shapes and sizes, no values needed)."""
+    with torch.device("meta"):
+        source = lib.DecoderOnlyModel(30, d_model=32, n_heads=4, n_layers=2, d_ff=64,
+                                      dropout=0.0, norm_first=True, max_len=16,
+                                      positional="learned", activation="gelu",
+                                      scale_embedding=False)
+    modern = ladder.from_decoder_only(source)
+    assert {p.device.type for p in modern.parameters()} == {"meta"}
+    config = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1,
+                                   d_ff=32, max_len=16)[-1][1]
+    with torch.device("meta"):
+        model = lib.ModernDecoder(config)
+    tokens = torch.randint(0, 12, (2, 16))  # on the CPU
+    assert ladder.measured_kv_bytes_per_token(model, tokens) == ladder.kv_bytes_per_token(config)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ("gpu", ValueError, "device must name a device such as 'cpu' or 'cuda', got 'gpu'"),
+    ("", ValueError, "device must name a device"),
+    (0, TypeError, "device must be a str or a torch.device"),
+    (torch.float32, TypeError, "device must be a str or a torch.device"),
+])
+def test_a_bad_device_is_refused(bad, error, message):
+    train, heldout, text = tiny_data()
+    rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                                  max_len=16)
+    with pytest.raises(error, match=message):
+        ladder.train_rung(*rungs[0], train, heldout, text, steps=1, device=bad)
+    with pytest.raises(error, match=message):
+        ladder.run_ladder(rungs, train, heldout, text, steps=1, device=bad)
+    with pytest.raises(error, match=message):
+        ladder.training_speed(rungs, train, device=bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_a_gpu_is_refused_up_front():
+    train, heldout, text = tiny_data()
+    rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,
+                                  max_len=16)
+    with pytest.raises(ValueError, match="device is 'cuda' but CUDA is not available"):
+        ladder.run_ladder(rungs, train, heldout, text, steps=1, device="cuda")

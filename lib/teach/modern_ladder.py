@@ -12,6 +12,10 @@ training, plus attention, which every rung shares).
 cosine, clipping at 1) on the same batches for a given seed, so the rungs of
 one seed see the same data in the same order, and scores it on held-out text
 in bits per byte (`bits_per_byte`).
+
+Every function that computes takes the ``device`` to compute on (the CPU by
+default). Weights are initialised and training windows drawn on the CPU, then
+moved, so a seed gives the same start and the same data on every device.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from lib._checks import require_number, require_positive_int, require_tensor
+from lib._checks import require_device, require_number, require_positive_int, require_tensor
 from lib.model.families import DecoderOnlyModel
 from lib.model.kv_cache import KVCache
 from lib.model.modern import ModernConfig, ModernDecoder, kv_cache_bytes
@@ -135,25 +139,29 @@ def kv_bytes_per_token(config: ModernConfig, bytes_per_value: int = 4) -> int:
 
 @torch.no_grad()
 def measured_kv_bytes_per_token(model: ModernDecoder, tokens: torch.Tensor) -> float:
-    """Run `tokens` (B, T) through `model` with a fresh `lib.KVCache` and return the
-    bytes of its key and value tensors divided by B · T."""
+    """Run `tokens` (B, T) through `model` (on the model's device) with a fresh
+    `lib.KVCache` and return the bytes of its key and value tensors divided by B · T."""
     if not isinstance(model, ModernDecoder):
         raise TypeError(f"model must be a lib.ModernDecoder, got {type(model).__name__}")
     require_tensor("tokens", tokens)
     cache = KVCache(len(model.blocks))
     model.eval()
-    model(tokens, cache=cache)
+    model(tokens.to(model.embed.weight.device), cache=cache)
     return kv_cache_bytes(cache) / tokens.numel()
 
 
 @torch.no_grad()
 def heldout_nats(model: torch.nn.Module, batch: LMBatch, batch_size: int = 100) -> float:
-    """Summed next-token -ln p over every window of `batch` (nats, not a mean)."""
+    """Summed next-token -ln p over every window of `batch` (nats, not a mean), computed
+    on the model's device."""
     if not isinstance(batch, LMBatch):
         raise TypeError(f"batch must be a lib.LMBatch, got {type(batch).__name__}")
     require_positive_int("batch_size", batch_size)
     was_training = model.training
     model.eval()
+    parameter = next(model.parameters(), None)
+    if parameter is not None:
+        batch = batch.to(parameter.device)
     total = 0.0
     for i in range(0, batch.tokens.shape[0], batch_size):
         chunk = batch.tokens[i : i + batch_size]
@@ -199,20 +207,24 @@ def lm_optimizer(model, steps, lr, warmup):
 
 def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout: LMBatch,
                heldout_text: str, *, steps: int, batch_size: int = 32, seed: int = 0,
-               lr: float = 3e-3, warmup: int = 50) -> RungResult:
+               lr: float = 3e-3, warmup: int = 50, device=None) -> RungResult:
     """Train `config` from seed `seed` on random windows of `train_ids` (the same
     windows for every rung of that seed) and score it on `heldout`, whose
-    predicted characters are `heldout_text`."""
+    predicted characters are `heldout_text`, on `device` ("cpu", "cuda", a
+    torch.device; None is the CPU). The initial weights and the windows come from
+    the CPU's generators, then move to `device`."""
     if not isinstance(config, ModernConfig):
         raise TypeError(f"config must be a lib.ModernConfig, got {type(config).__name__}")
     require_positive_int("steps", steps)
     require_positive_int("batch_size", batch_size)
     require_number("lr", lr, positive=True)
+    device = require_device("device", device)
     torch.manual_seed(seed)
-    model = ModernDecoder(config)
+    model = ModernDecoder(config).to(device)
     opt, schedule = lm_optimizer(model, steps, lr, warmup)
     g = torch.Generator().manual_seed(1000 + seed)
-    batches = [random_windows(train_ids, config.max_len, batch_size, generator=g) for _ in range(steps)]
+    batches = [random_windows(train_ids, config.max_len, batch_size, generator=g).to(device)
+               for _ in range(steps)]
     losses = []
     model.train()
     start = time.perf_counter()
@@ -224,7 +236,7 @@ def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout
         opt.step()
         schedule.step()
         losses.append(loss.item())
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start  # loss.item() waited for every step
     nats = heldout_nats(model, heldout)
     return RungResult(
         name=name, seed=seed, d_ff=config.d_ff, parameters=model.count_parameters(),
@@ -237,7 +249,8 @@ def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout
 
 def from_decoder_only(model: DecoderOnlyModel) -> ModernDecoder:
     """A `ModernDecoder` with `model`'s weights (chapter 11's `lib.DecoderOnlyModel`:
-    pre-LN, learned positions, GELU or ReLU, no √d_model scale) and the same logits."""
+    pre-LN, learned positions, GELU or ReLU, no √d_model scale) and the same logits,
+    on `model`'s device and in its dtype."""
     if not isinstance(model, DecoderOnlyModel):
         raise TypeError(f"model must be a lib.DecoderOnlyModel, got {type(model).__name__}")
     layer = model.layers[0]
@@ -253,7 +266,8 @@ def from_decoder_only(model: DecoderOnlyModel) -> ModernDecoder:
         norm_first=True, position="learned", ffn=ffn.activation, bias=True,
         tie_embeddings=True, norm_eps=layer.norm1.eps, max_len=model.pos.max_len)
     with torch.random.fork_rng(devices=[]):
-        modern = ModernDecoder(config).to(model.embed.weight.dtype)
+        modern = ModernDecoder(config).to(device=model.embed.weight.device,
+                                          dtype=model.embed.weight.dtype)
     mapping = {"embed.weight": "embed.embedding.weight",
                "pos.embedding.weight": "pos.embedding.weight",
                "final_norm.weight": "final_norm.weight", "final_norm.bias": "final_norm.bias"}
@@ -270,23 +284,26 @@ def from_decoder_only(model: DecoderOnlyModel) -> ModernDecoder:
     return modern
 
 
-def _run_seed(rungs, train_ids, heldout_tokens, heldout_text, steps, batch_size, seed, lr, warmup):
-    """One process: every rung for one seed, on one thread."""
+def _run_seed(rungs, train_ids, heldout_tokens, heldout_text, steps, batch_size, seed, lr, warmup,
+              device="cpu"):
+    """One process: every rung for one seed, on one thread (and on `device`)."""
     torch.set_num_threads(1)
     heldout = LMBatch(heldout_tokens)
     return [train_rung(name, config, train_ids.long(), heldout, heldout_text, steps=steps,
-                       batch_size=batch_size, seed=seed, lr=lr, warmup=warmup)
+                       batch_size=batch_size, seed=seed, lr=lr, warmup=warmup, device=device)
             for name, config in rungs]
 
 
 def run_ladder(rungs: list[tuple[str, ModernConfig]], train_ids: torch.Tensor, heldout: LMBatch,
                heldout_text: str, *, steps: int, seeds=(0, 1), batch_size: int = 32,
-               lr: float = 3e-3, warmup: int = 50, processes: int = 2) -> list[RungResult]:
+               lr: float = 3e-3, warmup: int = 50, processes: int = 2, device=None
+               ) -> list[RungResult]:
     """Train every rung on every seed; returns the results seed by seed, rung by rung.
 
     With ``processes`` > 1 the seeds run side by side in that many worker
     processes (spawned, one thread each: two cores train two seeds at once).
     The numbers do not depend on it: each run is seeded and single-threaded.
+    ``device`` is where every run computes (None: the CPU), as in `train_rung`.
     """
     if not rungs or not all(isinstance(c, ModernConfig) for _, c in rungs):
         raise TypeError("rungs must be a non-empty list of (name, lib.ModernConfig) pairs")
@@ -296,8 +313,10 @@ def run_ladder(rungs: list[tuple[str, ModernConfig]], train_ids: torch.Tensor, h
     if not seeds:
         raise ValueError("seeds must hold at least one seed")
     require_positive_int("processes", processes)
+    device = str(require_device("device", device))  # a string pickles for the workers
     ids = train_ids.to(torch.uint8) if int(train_ids.max()) < 256 else train_ids  # less to pickle
-    jobs = [(rungs, ids, heldout.tokens, heldout_text, steps, batch_size, s, lr, warmup) for s in seeds]
+    jobs = [(rungs, ids, heldout.tokens, heldout_text, steps, batch_size, s, lr, warmup, device)
+            for s in seeds]
     if processes == 1 or len(seeds) == 1:
         threads = torch.get_num_threads()
         try:
@@ -348,22 +367,25 @@ def copy_to_llama_attention(attn, llama_attention) -> None:
 
 
 def training_speed(rungs: list[tuple[str, ModernConfig]], train_ids: torch.Tensor, *,
-                   steps: int = 5, repeats: int = 3, batch_size: int = 32, seed: int = 0) -> dict:
-    """Training tokens per second of each rung in this process, on its current threads:
-    ``repeats`` rounds, each timing ``steps`` optimizer steps of every rung in turn
-    (interleaved, so a change in the machine's load hits every rung alike), after one
-    untimed warm-up step; the best round of each rung counts. Returns name -> tokens/s."""
+                   steps: int = 5, repeats: int = 3, batch_size: int = 32, seed: int = 0,
+                   device=None) -> dict:
+    """Training tokens per second of each rung in this process, on its current threads
+    and on `device` (None: the CPU): ``repeats`` rounds, each timing ``steps`` optimizer
+    steps of every rung in turn (interleaved, so a change in the machine's load hits
+    every rung alike), after one untimed warm-up step; the best round of each rung
+    counts. Returns name -> tokens/s."""
     if not rungs or not all(isinstance(c, ModernConfig) for _, c in rungs):
         raise TypeError("rungs must be a non-empty list of (name, lib.ModernConfig) pairs")
     require_positive_int("steps", steps)
     require_positive_int("repeats", repeats)
+    device = require_device("device", device)
     g = torch.Generator().manual_seed(seed)
     runs = []
     for name, config in rungs:
         torch.manual_seed(seed)
-        model = ModernDecoder(config)
+        model = ModernDecoder(config).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        batch = random_windows(train_ids, config.max_len, batch_size, generator=g)
+        batch = random_windows(train_ids, config.max_len, batch_size, generator=g).to(device)
         runs.append((name, model, opt, batch, config.max_len))
 
     def step(model, opt, batch):
@@ -371,6 +393,8 @@ def training_speed(rungs: list[tuple[str, ModernConfig]], train_ids: torch.Tenso
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # a GPU step is timed when it has finished
 
     for _, model, opt, batch, _ in runs:
         step(model, opt, batch)  # warm-up: first-call allocations
