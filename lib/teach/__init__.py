@@ -54,8 +54,12 @@ from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
     cross_attention_ablation,
     cross_attention_maps,
     date_fields,
+    date_model_config,
+    date_model_run,
+    PendingModel,
     PendingRuns,
     row_probe,
+    start_date_model_run,
     start_warmup_runs,
     warmup_run,
     warmup_runs,
@@ -73,6 +77,10 @@ __all__ += [
     "warmup_runs",
     "start_warmup_runs",
     "PendingRuns",
+    "date_model_config",
+    "date_model_run",
+    "start_date_model_run",
+    "PendingModel",
 ]
 
 from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention  # noqa: E402

@@ -14,13 +14,16 @@ Introduced in chapter 8 (training).
   still predict the right character. Attention weights say where a row looks;
   the ablation says what the row needs.
 - `row_probe`: for one decoder row per pair, its next-token probabilities
-  and where its cross-attention looks (why the 2040s stop after "204").
+  and where its cross-attention looks (why one run stops the 2040s after "204").
 - `date_fields`: where the year, the dashes, the month and the day sit in a
   source of the date task.
 - `warmup_runs`: the Play section's table, post-LN and pre-LN with and without
   warm-up, each setting on several seeds; the runs are independent, so they run
   in parallel processes (one thread each: the same losses as one after another).
   `start_warmup_runs` starts them in the background and returns at once.
+- `date_model_run`: the chapter's main date model trained with another seed
+  (`start_date_model_run`: in a background process), to see which results
+  depend on the seed.
 """
 
 from __future__ import annotations
@@ -457,3 +460,97 @@ class _Done:
 
     def result(self):
         return self._value
+
+
+def date_model_run(
+    dates, seed: int, steps: int = 500, batch_size: int = 128, warmup_steps: int = 200,
+    factor: float = 0.5, clip_norm: float | None = 1.0,
+) -> dict[str, torch.Tensor]:
+    """Chapter 8's main date model trained again with another ``seed``; returns its weights.
+
+    The chapter's recipe: a `lib.Transformer` with d_model 64, 4 heads, 2 + 2
+    layers, d_ff 256, dropout 0.1, max_len 64, built after
+    ``torch.manual_seed(seed)``; `noam_optimizer` (warm-up ``warmup_steps``,
+    ``factor``); batches of ``batch_size`` pairs drawn from ``dates`` with
+    ``random.Random(seed)``; label smoothing 0.1 and gradient clipping at
+    ``clip_norm``. Run on one thread, it gives the chapter's weights bit for bit
+    for the chapter's seed. Returns the ``state_dict`` (load it into
+    `date_model_config().build()`).
+    """
+    from lib.train.dates import DATE_VOCAB, sample_pairs
+    from lib.train.training import fit, noam_optimizer
+
+    for name, value in (("seed", seed), ("steps", steps), ("batch_size", batch_size),
+                        ("warmup_steps", warmup_steps)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if name != "seed" and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    dates = list(dates)
+    if not dates:
+        raise ValueError("dates is empty: the run needs dates to draw batches from")
+    torch.manual_seed(seed)
+    model = date_model_config().build()
+    optimizer, scheduler = noam_optimizer(model, d_model=64, warmup_steps=warmup_steps,
+                                          factor=factor)
+    rng = random.Random(seed)
+    batches = lambda step: make_batch(sample_pairs(dates, batch_size, rng), DATE_VOCAB)  # noqa: E731
+    fit(model, batches, steps=steps, optimizer=optimizer, scheduler=scheduler,
+        label_smoothing=0.1, clip_norm=clip_norm)
+    return model.state_dict()
+
+
+def date_model_config():
+    """The configuration of chapter 8's date model (241,536 parameters)."""
+    from lib.model.transformer import TransformerConfig
+    from lib.train.dates import DATE_VOCAB
+
+    return TransformerConfig(
+        src_vocab_size=len(DATE_VOCAB), tgt_vocab_size=len(DATE_VOCAB), d_model=64,
+        n_heads=4, n_layers=2, d_ff=256, dropout=0.1, max_len=64,
+    )
+
+
+class PendingModel:
+    """A `date_model_run` working in a background process (`start_date_model_run`).
+
+    ``result()`` waits for it and returns the trained model, in eval mode;
+    ``done()`` says whether it has finished.
+    """
+
+    def __init__(self, future, pool) -> None:
+        self._future, self._pool, self._model = future, pool, None
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self) -> nn.Module:
+        if self._model is None:
+            state = self._future.result()
+            self._pool.shutdown(wait=True)
+            model = date_model_config().build()
+            model.load_state_dict(state)
+            self._model = model.eval()
+        return self._model
+
+
+def _date_run(job: tuple) -> dict[str, torch.Tensor]:
+    dates, seed, kw = job
+    return date_model_run(dates, seed, **kw)
+
+
+def start_date_model_run(dates, seed: int, **kw) -> PendingModel:
+    """Start `date_model_run` in a background process (one thread) and return at once.
+
+    Chapter 8 starts its second seed this way before its main model trains, so
+    that the other core works meanwhile; on one thread the weights do not depend
+    on what else runs. Other keywords go to `date_model_run`.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    dates = list(dates)
+    if not dates:
+        raise ValueError("dates is empty: the run needs dates to draw batches from")
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+    pool = ProcessPoolExecutor(1, mp_context=context, initializer=_one_thread)
+    return PendingModel(pool.submit(_date_run, (dates, seed, kw)), pool)
