@@ -53,6 +53,23 @@ def copy_decoder_layer(src, dst):
         copy_linear(getattr(src, name), getattr(dst, name))
 
 
+def assert_float16_copy(model, loaded):
+    """`loaded` holds `model`'s weights rounded to float16 and stored back in their own
+    dtypes (what lib.save_lm_checkpoint / load_lm_checkpoint give)."""
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert b.dtype == a.dtype, name
+        assert torch.equal(a.to(torch.float16).to(a.dtype), b), name
+
+
+def assert_a_changed_byte_is_refused(load, path, digest):
+    """Flip one bit near the end of the file at `path`: `load(path, digest)` refuses it."""
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256 mismatch"):
+        load(path, digest)
+
+
 def assert_shipped_and_pinned(path, sha256):
     """A checkpoint committed inside `lib`: its bytes hash to `sha256`, and a pattern of
     pyproject.toml's package data for `lib.train` matches it, so installs ship it."""

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import lib
-from conftest import assert_shipped_and_pinned
+from conftest import (assert_a_changed_byte_is_refused, assert_float16_copy,
+                      assert_shipped_and_pinned)
 
 TEXT = ("Double, double toil and trouble;\nFire burn and cauldron bubble.\n" * 3
         + "Fair is foul, and foul is fair:\nHover through the fog and filthy air.\n")
@@ -48,20 +49,14 @@ def test_round_trip_gives_float16_weights_the_tokenizer_and_the_recipe(saved, to
     assert not loaded.training
     assert bpe.merges == tokenizer.merges and bpe.pattern == tokenizer.pattern
     assert bpe.encode(TEXT) == tokenizer.encode(TEXT)
-    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
-        assert b.dtype == a.dtype, name
-        assert torch.equal(a.to(torch.float16).to(a.dtype), b), name
+    assert_float16_copy(model, loaded)
     again, _, _ = lib.load_lm_checkpoint(path, digest, tokenizer)  # the same merges
     assert torch.equal(again.head.weight, loaded.head.weight)
 
 
 def test_a_changed_file_is_refused(saved):
     _, path, digest = saved
-    data = bytearray(path.read_bytes())
-    data[-10] ^= 1
-    path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match="SHA-256 mismatch"):
-        lib.load_lm_checkpoint(path, digest)
+    assert_a_changed_byte_is_refused(lib.load_lm_checkpoint, path, digest)
 
 
 def test_another_vocabulary_is_refused(saved, tokenizer):

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import lib
-from conftest import assert_shipped_and_pinned
+from conftest import (assert_a_changed_byte_is_refused, assert_float16_copy,
+                      assert_shipped_and_pinned)
 from test_bpe_lm_checkpoint import independent_bits_per_ids
 
 TEXT = ("Double, double toil and trouble;\nFire burn and cauldron bubble.\n" * 3
@@ -45,20 +46,14 @@ def test_round_trip_gives_float16_weights_the_characters_and_the_recipe(saved):
     assert chars == CHARS and isinstance(chars, str)
     assert recipe == {"steps": 3, "torch": str(torch.__version__)}
     assert not loaded.training
-    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
-        assert b.dtype == a.dtype, name
-        assert torch.equal(a.to(torch.float16).to(a.dtype), b), name
+    assert_float16_copy(model, loaded)
     again, _, _ = lib.load_lm_checkpoint(path, digest, CHARS)  # the same characters
     assert torch.equal(again.head.weight, loaded.head.weight)
 
 
 def test_a_changed_file_is_refused(saved):
     _, path, digest = saved
-    data = bytearray(path.read_bytes())
-    data[-10] ^= 1
-    path.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match="SHA-256 mismatch"):
-        lib.load_lm_checkpoint(path, digest)
+    assert_a_changed_byte_is_refused(lib.load_lm_checkpoint, path, digest)
 
 
 def test_other_characters_are_refused(saved):
