@@ -72,3 +72,9 @@ def test_bad_input_is_refused_before_training(dates):
         lib.date_model_run([], 1)
     with pytest.raises(ValueError, match="dates"):
         lib.start_date_model_run([], 1)
+    with pytest.raises(ValueError, match="steps"):  # in this process, before starting
+        lib.start_date_model_run(dates, 1, steps=0)
+    with pytest.raises(TypeError, match="warmup_steps"):
+        lib.start_date_model_run(dates, 1, warmup_steps=2.0)
+    with pytest.raises(TypeError, match="step"):  # a misspelt keyword
+        lib.start_date_model_run(dates, 1, step=3)

@@ -28,6 +28,7 @@ Introduced in chapter 8 (training).
 
 from __future__ import annotations
 
+import inspect
 import math
 import multiprocessing
 import os
@@ -462,6 +463,20 @@ class _Done:
         return self._value
 
 
+def _check_date_run(dates, seed, steps, batch_size, warmup_steps) -> list:
+    """`date_model_run`'s arguments checked (before any training); returns the dates as a list."""
+    for name, value in (("seed", seed), ("steps", steps), ("batch_size", batch_size),
+                        ("warmup_steps", warmup_steps)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if name != "seed" and value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    dates = list(dates)
+    if not dates:
+        raise ValueError("dates is empty: the run needs dates to draw batches from")
+    return dates
+
+
 def date_model_run(
     dates, seed: int, steps: int = 500, batch_size: int = 128, warmup_steps: int = 200,
     factor: float = 0.5, clip_norm: float | None = 1.0,
@@ -480,15 +495,7 @@ def date_model_run(
     from lib.train.dates import DATE_VOCAB, sample_pairs
     from lib.train.training import fit, noam_optimizer
 
-    for name, value in (("seed", seed), ("steps", steps), ("batch_size", batch_size),
-                        ("warmup_steps", warmup_steps)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if name != "seed" and value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-    dates = list(dates)
-    if not dates:
-        raise ValueError("dates is empty: the run needs dates to draw batches from")
+    dates = _check_date_run(dates, seed, steps, batch_size, warmup_steps)
     torch.manual_seed(seed)
     model = date_model_config().build()
     optimizer, scheduler = noam_optimizer(model, d_model=64, warmup_steps=warmup_steps,
@@ -546,11 +553,11 @@ def start_date_model_run(dates, seed: int, **kw) -> PendingModel:
     that the other core works meanwhile; on one thread the weights do not depend
     on what else runs. Other keywords go to `date_model_run`.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    dates = list(dates)
-    if not dates:
-        raise ValueError("dates is empty: the run needs dates to draw batches from")
+    bound = inspect.signature(date_model_run).bind(dates, seed, **kw)  # unknown keywords
+    bound.apply_defaults()
+    args = bound.arguments
+    dates = _check_date_run(dates, seed, args["steps"], args["batch_size"],
+                            args["warmup_steps"])  # here, not in the background process
     context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
     pool = ProcessPoolExecutor(1, mp_context=context, initializer=_one_thread)
     return PendingModel(pool.submit(_date_run, (dates, seed, kw)), pool)
