@@ -28,6 +28,7 @@ from lib.train.generate import (
     sample_next,
 )
 from lib.train.gguf_tokenizer import GGUFTokenizer
+from lib.train.sampling import chi_square_test, generate_sampled, sample, sampler_probs
 from lib.train.ngram import ngram_nats
 from lib.train.training import (
     FitResult,
@@ -48,6 +49,10 @@ from lib.train.training import (
 
 __all__ = [
     "GGUFTokenizer",
+    "sampler_probs",
+    "sample",
+    "generate_sampled",
+    "chi_square_test",
     "BOS",
     "EOS",
     "PAD",
