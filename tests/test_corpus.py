@@ -48,7 +48,7 @@ def test_split_by_play_on_a_small_folder(tmp_path):
 
 
 def test_missing_data_names_the_fix(tmp_path, monkeypatch):
-    with pytest.raises(FileNotFoundError, match=r"make data.*tools/fetch_data\.py"):
+    with pytest.raises(FileNotFoundError, match=r"make data.*python -m lib\.course_data shakespeare"):
         load_works(tmp_path / "nowhere")
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     assert corpus_dir() == tmp_path

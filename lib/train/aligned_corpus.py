@@ -55,7 +55,8 @@ SOURCE_MEMBER = "data/sources/SBLGNT.tsv"
 TARGET_MEMBER = "data/eng/targets/BSB/nt_BSB.tsv"
 ALIGNMENT_MEMBER = "data/eng/alignments/BSB/SBLGNT-BSB-manual.json"
 _ENV = "COURSE_ALIGNMENT_WHEEL"  # optional: the path of the wheel, wherever it is
-_INSTALL_STEP = "run `make data` (or `python tools/fetch_data.py`) in the course's repository"
+_INSTALL_STEP = ("in a clone of the course run `make data`; anywhere else run "
+                 "`python -m lib.course_data alignments` (the chapter's first cell does)")
 
 # Book numbers 40-66 (the New Testament in the usual order).
 NT_BOOKS = {
@@ -157,12 +158,12 @@ class VerseSplit:
 
 
 def alignment_wheel_path() -> pathlib.Path:
-    """Where the wheel is: ``$COURSE_ALIGNMENT_WHEEL`` if set, else
-    ``<repository>/data/downloads/`` + `ALIGNMENT_WHEEL`."""
+    """Where the wheel is: ``$COURSE_ALIGNMENT_WHEEL`` if set, else ``downloads/`` +
+    `ALIGNMENT_WHEEL` in the course's data folder (`lib.course_data.data_root`)."""
     if os.environ.get(_ENV):
         return pathlib.Path(os.environ[_ENV])
-    root = pathlib.Path(__file__).resolve().parents[2]
-    return root / "data" / "downloads" / ALIGNMENT_WHEEL
+    from lib.course_data import data_root  # here, not at the top: see lib.course_data
+    return data_root() / "downloads" / ALIGNMENT_WHEEL
 
 
 def _sha256(path: pathlib.Path) -> str:

@@ -37,10 +37,13 @@ _ENV = "COURSE_DATA_DIR"  # optional: a folder holding the extracted *_gut.txt f
 
 
 def corpus_dir() -> pathlib.Path:
-    """Where the texts are: ``$COURSE_DATA_DIR`` if set, else ``<repository>/data/shakespeare``."""
+    """Where the texts are: ``$COURSE_DATA_DIR`` if set, else ``shakespeare/`` in the
+    course's data folder (`lib.course_data.data_root`: a clone's ``data/``, else the
+    user's cache, where the first cell of a chapter fetches them)."""
     if os.environ.get(_ENV):
         return pathlib.Path(os.environ[_ENV])
-    return pathlib.Path(__file__).resolve().parents[2] / "data" / "shakespeare"
+    from lib.course_data import data_root  # here, not at the top: see lib.course_data
+    return data_root() / "shakespeare"
 
 
 def load_works(data_dir: str | os.PathLike | None = None) -> dict[str, str]:
@@ -50,13 +53,13 @@ def load_works(data_dir: str | os.PathLike | None = None) -> dict[str, str]:
     if not paths:
         raise FileNotFoundError(
             f"data_dir: no Shakespeare texts (*{_SUFFIX}) in {folder}. They are fetched once, "
-            "at install time: run `make data` (or `python tools/fetch_data.py`) in the "
-            "course's repository."
+            "at install time: in a clone of the course run `make data`; anywhere else run "
+            "`python -m lib.course_data shakespeare` (the chapter's first cell does)."
         )
     if data_dir is None and len(paths) != N_WORKS:
         raise FileNotFoundError(
             f"data_dir: expected {N_WORKS} texts in {folder}, found {len(paths)}: "
-            "run `make data` (or `python tools/fetch_data.py`) again."
+            "run `make data` (or `python -m lib.course_data shakespeare`) again."
         )
     return {p.name[: -len(_SUFFIX)]: p.read_text(encoding="utf-8") for p in paths}
 
