@@ -1,4 +1,4 @@
-"""The tokenizer stored in a GGUF file, rebuilt from its vocabulary and merges (the
+r"""The tokenizer stored in a GGUF file, rebuilt from its vocabulary and merges (the
 chapter "A real pretrained model").
 
 SmolLM2's file (``tokenizer.ggml.model = gpt2``) holds a byte-level BPE
@@ -18,25 +18,41 @@ tokenizer, the same kind the tokenization chapter trains:
 - ``tokenizer.chat_template``: how a conversation is laid out for the Instruct
   model (`apply_chat` writes that template out in Python).
 
-Before BPE the text is cut into chunks with GPT-2's regular expression
-(contractions, letters, numbers, other symbols, spaces); merges never cross
-chunks. SmolLM2 was trained with its digits split one by one as well; its
-merge list holds no pair of digits, so the digits end up one token each either
-way.
+Before BPE the text is cut into chunks, and merges never cross chunks. How it
+is cut is the file's ``tokenizer.ggml.pre``. SmolLM2's says ``smollm``: every
+digit (``\p{N}``) is first cut off on its own, then GPT-2's regular expression
+(contractions, letters, numbers, other symbols, spaces) cuts the pieces between
+the digits. The digits end up one token each either way (the merge list holds
+no pair of digits), but the chunks *around* them change: in ``"x   1"`` GPT-2's
+``\s+(?!\S)`` alone leaves the last space for a chunk of its own
+(``'x', '  ', ' ', '1'``), while with the digits cut off first the run of spaces
+is a piece by itself and stays whole (``'x', '   ', '1'``). ``gpt2`` (and a file
+without the key) means GPT-2's expression alone; other types are refused.
 
-Tests: tests/test_gguf_tokenizer.py compares token ids with Hugging Face's
-tokenizer loaded from the same file, on ASCII, accented, CJK, emoji, code and
-chat strings.
+A byte with no token of its own (SmolLM2's vocabulary lacks 21 of the 256,
+among them the ASCII control characters 0x04, 0x06, 0x13, 0x14, 0x16, 0x1d) is
+dropped before the merges, as Hugging Face's `tokenizers` does.
+
+Tests: tests/test_gguf_tokenizer.py compares token ids with a reference built
+with Hugging Face's `tokenizers` from the vocabulary and merges (read by the
+`gguf` package) and the pre-tokenizer SmolLM2 publishes (``Digits`` with
+individual digits, then ``ByteLevel``), on hand-written strings and 3,000
+generated ones. Not with Hugging Face's GGUF loader: it maps ``smollm`` to plain
+``ByteLevel``, the very step this module once missed, so it could not see it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["GGUFTokenizer", "GPT2_PATTERN"]
+__all__ = ["GGUFTokenizer", "GPT2_PATTERN", "PRE_TOKENIZERS"]
 
 # GPT-2's pre-tokeniser (Radford et al., 2019), with \p{L} letters and \p{N} numbers.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# tokenizer.ggml.pre -> the expressions that cut the text, applied in turn: each cuts
+# the pieces the previous one left, and what it matches becomes a piece of its own.
+PRE_TOKENIZERS = {"gpt2": (GPT2_PATTERN,), "gpt-2": (GPT2_PATTERN,),
+                  "smollm": (r"\p{N}", GPT2_PATTERN)}
 _NEVER = float("inf")  # the rank of a pair that is not in the list
 CONTROL = 3  # tokenizer.ggml.token_type of a control (special) token
 
@@ -62,17 +78,23 @@ class GGUFTokenizer:
     token_types   per token; `CONTROL` (3) marks tokens matched whole
     chat_template the file's template text (kept for the record; `apply_chat`
                   implements the ChatML layout SmolLM2 uses)
+    pre           the pre-tokenizer, a key of `PRE_TOKENIZERS` (the file's
+                  ``tokenizer.ggml.pre``; "gpt2" = GPT-2's expression alone)
     """
 
     def __init__(self, tokens: Sequence[str], merges: Sequence[str],
                  token_types: Sequence[int] | None = None, *, bos_id: int | None = None,
-                 eos_id: int | None = None, chat_template: str | None = None):
+                 eos_id: int | None = None, chat_template: str | None = None,
+                 pre: str = "gpt2"):
         import regex  # \p{L}, \p{N}: imported here so that `import lib` does not need it
 
         if not tokens or not all(isinstance(t, str) for t in tokens):
             raise TypeError("tokens: expected a non-empty sequence of str")
         if not all(isinstance(m, str) and m.count(" ") == 1 for m in merges):
             raise ValueError("merges: each merge must be a str 'left right' with one space")
+        if pre not in PRE_TOKENIZERS:
+            raise ValueError(f"pre: pre-tokenizer {pre!r} is not implemented "
+                             f"(known: {sorted(PRE_TOKENIZERS)})")
         self.tokens = list(tokens)
         self.token_to_id = {t: i for i, t in enumerate(self.tokens)}
         self.ranks = {tuple(m.split(" ")): r for r, m in enumerate(merges)}
@@ -81,7 +103,8 @@ class GGUFTokenizer:
         # Longest first, so that no special token is matched as a prefix of another.
         alternatives = "|".join(regex.escape(t) for t in sorted(self.special, key=len, reverse=True))
         self._special_split = regex.compile(f"({alternatives})") if alternatives else None
-        self._chunks = regex.compile(GPT2_PATTERN)
+        self.pre = pre
+        self._cuts = [regex.compile(p) for p in PRE_TOKENIZERS[pre]]
         self._byte_char = bytes_to_unicode()
         self._char_byte = {c: b for b, c in self._byte_char.items()}
         self.bos_id, self.eos_id, self.chat_template = bos_id, eos_id, chat_template
@@ -98,7 +121,8 @@ class GGUFTokenizer:
                    meta.get("tokenizer.ggml.token_type"),
                    bos_id=meta.get("tokenizer.ggml.bos_token_id"),
                    eos_id=meta.get("tokenizer.ggml.eos_token_id"),
-                   chat_template=meta.get("tokenizer.chat_template"))
+                   chat_template=meta.get("tokenizer.chat_template"),
+                   pre=_pre_type(meta.get("tokenizer.ggml.pre", "gpt2")))
 
     @property
     def vocab_size(self) -> int:
@@ -108,7 +132,9 @@ class GGUFTokenizer:
         """One pre-tokenised chunk to ids: its bytes, then merges by rank."""
         if chunk in self._cache:
             return self._cache[chunk]
-        parts = [self._byte_char[b] for b in chunk.encode("utf-8")]
+        # a byte with no token is dropped before merging, as `tokenizers` does
+        parts = [c for c in map(self._byte_char.get, chunk.encode("utf-8"))
+                 if c in self.token_to_id]
         while len(parts) > 1:
             best = min(zip(parts, parts[1:]), key=lambda pair: self.ranks.get(pair, _NEVER))
             if best not in self.ranks:
@@ -138,9 +164,25 @@ class GGUFTokenizer:
             if k % 2 == 1:  # the split's captured separators are the special tokens
                 ids.append(self.special[piece])
             else:
-                for chunk in self._chunks.findall(piece):
+                for chunk in self.chunks(piece):
                     ids.extend(self._bpe(chunk))
         return ids
+
+    def chunks(self, text: str) -> list[str]:
+        """`text` (without control tokens) cut by the pre-tokenizer: the pieces that
+        BPE merges within. ``chunks("x   1")`` is ``['x', '   ', '1']`` for SmolLM2."""
+        pieces = [text]
+        for cut in self._cuts:
+            out = []
+            for piece in pieces:
+                start = 0
+                for m in cut.finditer(piece):  # the match, and what lies before it
+                    out.extend(p for p in (piece[start:m.start()], m.group()) if p)
+                    start = m.end()
+                if start < len(piece):
+                    out.append(piece[start:])
+            pieces = out
+        return pieces
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of `ids` (bytes that are not valid UTF-8 become U+FFFD)."""
@@ -180,4 +222,11 @@ class GGUFTokenizer:
 
     def __repr__(self) -> str:
         return (f"GGUFTokenizer(vocab_size={self.vocab_size}, merges={len(self.ranks)}, "
-                f"special={len(self.special)})")
+                f"special={len(self.special)}, pre={self.pre!r})")
+
+
+def _pre_type(pre) -> str:
+    if pre not in PRE_TOKENIZERS:
+        raise ValueError(f"gguf_file: tokenizer.ggml.pre {pre!r} is not implemented "
+                         f"(known: {sorted(PRE_TOKENIZERS)})")
+    return pre
