@@ -53,6 +53,12 @@ def _softmax_cases() -> list[Case]:
     # All-negative rows far below 0: exp underflows to 0/0 unless the row maximum is subtracted.
     cases.append(Case((torch.tensor([[-1000.0, -999.0, -1001.0], [-3.0, -1.0, -2.0]],
                                     dtype=torch.float64),), label="all-negative scores, float64"))
+    # A wide row, spanning more than float32's exp limit (~88) on both sides of its
+    # mean: only the row MAXIMUM makes every exponent <= 0. Shifting by the minimum
+    # overflows (inf/inf = NaN), shifting by the mean overflows too; both pass every
+    # narrower row above.
+    cases.append(Case((torch.tensor([[0.0, 200.0, -200.0], [50.0, -150.0, 10.0]]),),
+                      label="wide rows [0, 200, -200], float32"))
     return cases
 
 
@@ -63,6 +69,7 @@ class SoftmaxCalled(RuntimeError):
 _SOFTMAXES = (
     (torch, "softmax"), (torch.Tensor, "softmax"), (F, "softmax"), (torch.special, "softmax"),
     (torch, "log_softmax"), (torch.Tensor, "log_softmax"), (F, "log_softmax"),
+    (torch.special, "log_softmax"), (torch.nn.Softmax, "forward"), (torch.nn.LogSoftmax, "forward"),
 )
 
 
@@ -84,6 +91,11 @@ def _softmax_forbidden():
             setattr(owner, name, original)
 
 
+def _shifted_softmax(scores, shift):
+    e = torch.exp(scores - shift)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 def _called_softmax(scores):
     raise SoftmaxCalled("torch.softmax was called")
 
@@ -91,8 +103,22 @@ def _called_softmax(scores):
 def check_softmax(softmax) -> Verdict:
     """Chapter 2, exercise: `softmax(scores)` along the last axis (the keys), without torch.softmax.
 
-    The learner's function runs with PyTorch's softmax functions disabled: a call
-    to one of them is named as a mistake.
+    The learner's function runs with PyTorch's softmax functions disabled (every
+    route: `torch`, `Tensor`, `F`, `torch.special`, `nn.Softmax`, and the
+    log-softmax of each): a call to one of them is named as a mistake.
+
+    Input classes that separate a right softmax from plausible wrong ones, each
+    covered by a case:
+
+    - rows of different lengths and a batch axis ((3, 4), (2, 3, 5)): the axis
+      (dim=-1, not 0) and keepdim;
+    - float64 input: the result keeps the input's dtype;
+    - scores near 1000: overflow unless a shift is subtracted first;
+    - a row far below another row: the maximum of the whole tensor underflows it;
+    - all-negative rows near -1000: 0/0 without a shift;
+    - wide float32 rows ([0, 200, -200]) spanning more than exp's limit (~88)
+      on both sides: shifting by the row minimum or mean (or any shift other
+      than the maximum) overflows to NaN there.
     """
     if not callable(softmax):
         raise TypeError(f"the checker needs your function itself, got {type(softmax).__name__}")
@@ -119,9 +145,26 @@ def check_softmax(softmax) -> Verdict:
             lambda s: torch.exp(s) / torch.exp(s).sum(dim=-1, keepdim=True),
         ),
         Mistake(
+            "shifted by something other than the row maximum",
+            "On a wide row like [0, 200, -200], exp overflows unless every exponent is <= 0: only "
+            "the row MAXIMUM guarantees that. Did you subtract the row's minimum or mean?",
+            lambda s: _shifted_softmax(s, s.amin(dim=-1, keepdim=True)),
+        ),
+        Mistake(
+            "shifted by something other than the row maximum",
+            "On a wide row like [0, 200, -200], exp overflows unless every exponent is <= 0: only "
+            "the row MAXIMUM guarantees that. Did you subtract the row's minimum or mean?",
+            lambda s: _shifted_softmax(s, s.mean(dim=-1, keepdim=True)),
+        ),
+        Mistake(
             "no normalisation",
             "exp(s) alone is not a distribution: did you divide by the sum of each row?",
             lambda s: torch.exp(s),
+        ),
+        Mistake(
+            "no normalisation",
+            "exp(s - max) alone is not a distribution: did you divide by the sum of each row?",
+            lambda s: torch.exp(s - s.amax(dim=-1, keepdim=True)),
         ),
         Mistake(
             "the maximum of the whole tensor subtracted, not each row's",
@@ -189,13 +232,74 @@ def _softmax_attention(q, k, v, mask=None, *, divisor=None, dim=-1, mask_after=F
     return weights @ v
 
 
+class AttentionCalled(RuntimeError):
+    """Raised while the learner's attention runs, if it calls a ready-made attention."""
+
+
+_ATTENTIONS = (
+    (F, "scaled_dot_product_attention"), (torch.nn.MultiheadAttention, "forward"),
+)
+
+
+@contextlib.contextmanager
+def _attention_forbidden():
+    """PyTorch's and `lib`'s attention functions raise `AttentionCalled` inside this block."""
+    import lib
+    import lib.model
+    import lib.model.attention
+
+    def refuse(*args, **kwargs):
+        raise AttentionCalled("the exercise asks for attention written with @ and softmax; "
+                              "a ready-made attention function was called")
+
+    owners = [(owner, name) for owner, name in _ATTENTIONS] + [
+        (module, "scaled_dot_product_attention") for module in (lib, lib.model, lib.model.attention)
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in owners]
+    try:
+        for owner, name, _ in saved:
+            setattr(owner, name, refuse)
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _called_attention(*args, **kwargs):
+    raise AttentionCalled("a ready-made attention was called")
+
+
 def check_scaled_attention(scaled_attention) -> Verdict:
     """Chapter 2, exercise: `scaled_attention(q, k, v, mask=None)` returns softmax(q kᵀ/√d_k) v.
 
     q (..., m, d_k), k (..., n, d_k), v (..., n, d_v), mask bool broadcastable
     to (..., m, n), True where the query may attend. Returns (..., m, d_v).
+    The learner's function runs with `F.scaled_dot_product_attention`,
+    `nn.MultiheadAttention` and `lib.scaled_dot_product_attention` disabled: a
+    call to one of them is named.
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    m ≠ n and d_k ≠ d_v (scale by √d_k, not √n, √m or √d_v; softmax over the
+    keys); no leading axes and (B, h) leading axes (`.transpose(-2, -1)`, not
+    `.T`); float64 (dtype kept); a causal mask and a padding mask (the mask
+    convention True = may attend, applied before the softmax); both combined;
+    and a query that may see no key (zero output: a -inf fill needs a guard, a
+    -1e9 fill averages every value, an inverted mask is caught there too).
     """
+    if not callable(scaled_attention):
+        raise TypeError(f"the checker needs your function itself, got {type(scaled_attention).__name__}")
+
+    def without_ready_made(*args, **kwargs):
+        with _attention_forbidden():
+            return scaled_attention(*args, **kwargs)
+
     mistakes = [
+        Mistake(
+            "a ready-made attention called",
+            "The exercise is to write attention yourself: did you call F.scaled_dot_product_attention, "
+            "nn.MultiheadAttention or lib.scaled_dot_product_attention? Use @, a softmax and the mask.",
+            _called_attention,
+        ),
         Mistake(
             "no √d_k scaling",
             "Did you divide the scores q kᵀ by √d_k, with d_k = q.shape[-1]?",
@@ -249,6 +353,14 @@ def check_scaled_attention(scaled_attention) -> Verdict:
             lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, invert=True),
         ),
         Mistake(
+            "mask convention inverted",
+            "In `lib` a mask is True where the query MAY attend: did you fill where the mask is True? "
+            "Fill where it is False, scores.masked_fill(~mask, float('-inf')), and zero the rows "
+            "with no allowed key.",
+            lambda q, k, v, mask=None: _softmax_attention(q, k, v, mask, invert=True, fill=-1e9,
+                                                          guard=False),
+        ),
+        Mistake(
             "mask applied after the softmax",
             "Zeroing weights after the softmax leaves rows that no longer sum to 1. Did you set the masked "
             "scores to -inf before the softmax?",
@@ -270,7 +382,7 @@ def check_scaled_attention(scaled_attention) -> Verdict:
         if m.name in unguarded
     ]
     return check_function(
-        scaled_attention, _attention_reference, _attention_cases(), mistakes, name="scaled_attention"
+        without_ready_made, _attention_reference, _attention_cases(), mistakes, name="scaled_attention"
     )
 
 
@@ -323,16 +435,34 @@ def check_causal_mask(causal_mask) -> Verdict:
 
 
 def _padding_cases() -> list[Case]:
+    """Pad ids 0, 1, 3 and 9; left and right padding; real ids above AND below the pad
+    id (GPT-2 pads with its largest id, 50256): a comparison `tokens > pad_id` is
+    right only when every real id is larger than the pad id."""
     return [
         Case((torch.tensor([[5, 7, 2, 9, 0], [4, 8, 0, 0, 0]]), 0), label="pad_id = 0"),
         Case((torch.tensor([[1, 1, 2, 3]]), 1), label="pad_id = 1, left padding"),
         Case((torch.tensor([[3, 5, 6], [4, 3, 3], [7, 8, 9]]), 3), label="pad_id = 3"),
+        Case((torch.tensor([[4, 1, 9, 9], [0, 12, 2, 9]]), 9),
+             label="pad_id = 9, real ids below and above it"),
     ]
 
 
 def check_padding_mask(padding_mask) -> Verdict:
-    """Chapter 2, exercise: `padding_mask(tokens, pad_id)`, (B, 1, 1, n), False at padding."""
+    """Chapter 2, exercise: `padding_mask(tokens, pad_id)`, (B, 1, 1, n), False at padding.
+
+    Input classes that separate right from plausible wrong masks, each in a case:
+    a batch of several rows (the axes (B, 1, 1, n), not (B, n) or (B, 1, n, 1));
+    a pad id other than 0 (pad hard-coded); real ids below the pad id (`>`
+    instead of `!=`); left and right padding; the result's dtype (bool exactly,
+    not 0/1 integers or floats).
+    """
     mistakes = [
+        Mistake(
+            "ids compared with > pad_id instead of !=",
+            "The pad id need not be the smallest id (GPT-2 pads with its largest, 50256): did you "
+            "compare tokens > pad_id? A real token is any id that is not pad_id: tokens != pad_id.",
+            lambda t, p: (t > p)[:, None, None, :],
+        ),
         Mistake(
             "True on the padding instead of the real tokens",
             "In `lib` True means MAY attend: did you compare with != pad_id rather than == pad_id?",

@@ -51,7 +51,13 @@ def _split_cases() -> list[Case]:
 
 
 def check_split_heads(split_heads) -> Verdict:
-    """Chapter 4, exercise: ``split_heads(x, n_heads)``: (B, n, d_model) -> (B, h, n, d_k)."""
+    """Chapter 4, exercise: ``split_heads(x, n_heads)``: (B, n, d_model) -> (B, h, n, d_k).
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    B > 1 and n ≠ h ≠ d_k (a straight view, heads after the positions, the
+    features cut as (d_k, h), d_k taken from n); n_heads = 1; float64 (the
+    dtype kept exactly).
+    """
     mistakes = [
         Mistake(
             "heads not moved next to the batch",
@@ -155,6 +161,13 @@ def check_multi_head_attention(multi_head_attention) -> Verdict:
     (d_model, d_model), used as x W (no biases); mask None or bool, broadcastable
     to (B, h, m, n) (a causal (m, n) mask, or a padding mask (B, 1, 1, n)), True =
     may attend. Returns (B, m, d_model), in x_q's dtype.
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    self-attention with no mask; a causal (m, n) mask and a padding mask
+    (B, 1, 1, n) (the mask passed on, read the right way, filled not added);
+    cross-attention with m ≠ n (scale from d_k, not the key length; softmax over
+    the keys); h > 1 with d_k > 1 (heads merged as (h, d_k)); non-symmetric
+    weights (x W, not x Wᵀ); float32 and float64.
     """
     mistakes = [
         Mistake(

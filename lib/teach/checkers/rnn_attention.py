@@ -47,7 +47,15 @@ def _hidden(s, h, w_s, w_h):
 
 
 def check_additive_score(additive_score) -> Verdict:
-    """Chapter 1, exercise: Bahdanau's `additive_score(s, h, w_s, w_h, v)`, shape (..., n)."""
+    """Chapter 1, exercise: Bahdanau's `additive_score(s, h, w_s, w_h, v)`, shape (..., n).
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    no batch and a batch axis (the projected decoder state needs a positions
+    axis, `[..., None, :]`, that works for both); d_s ≠ d_h with non-square
+    weights (weights transposed or swapped raise or differ) and d_s = d_h
+    (swapped weights run but differ); float64 (the dtype kept); d_a ≠ n
+    (tanh inside, v after it, not a sum over d_a; no softmax on the scores).
+    """
     mistakes = [
         Mistake(
             "no tanh",
@@ -96,7 +104,14 @@ def _attend_cases() -> list[Case]:
 
 
 def check_attend(attend) -> Verdict:
-    """Chapter 1, exercise: `attend(scores, h)` returns ``(context, weights)``."""
+    """Chapter 1, exercise: `attend(scores, h)` returns ``(context, weights)``.
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    unbatched scores (n,) and batched (B, n) (softmax over dim=-1, not 0; a
+    plain `weights @ h` broadcasts over the batch); n ≠ d_h (the sum over the
+    positions, not the features); scores of spread 2 (raw or sum-normalised
+    scores, log-softmax); float64 (the dtype kept).
+    """
 
     def no_softmax(scores, h):
         return (scores[..., None] * h).sum(dim=-2), scores

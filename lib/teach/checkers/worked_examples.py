@@ -66,6 +66,12 @@ def check_attention_by_steps(attention_by_steps) -> Verdict:
 
     q (m, d_k), k (n, d_k), v (n, d_v); scores = q kᵀ (m, n), unscaled;
     weights = softmax(scores / √d_k) per row (m, n); output = weights v (m, d_v).
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    the chapter's Example 1 (m = n = d_k); m ≠ n ≠ d_k ≠ d_v (scale by √d_k, not
+    √m, √n or d_k; softmax along the rows; output from the weights; results in
+    order); a single query (m = 1); float32 and float64; all-negative float32
+    scores (an exp without the row maximum gives 0/0).
     """
     mistakes = [
         Mistake(
@@ -169,6 +175,12 @@ def check_two_head_attention(two_head_attention) -> Verdict:
     x_q (m, d_model), x_k and x_v (n, d_model); w_q, w_k: lists of two
     (d_model, d_k) matrices, one per head; w_v: two (d_model, d_v); w_o
     (2 d_v, d_model). Returns Concat(head_1, head_2) W^O, shape (m, d_model).
+
+    Input classes that separate right from plausible wrong code, each in a case:
+    the chapter's example; d_k ≠ d_model / 2 and d_v ≠ d_k (scale by √d_k, not
+    √(d_model/2) or √d_v); m ≠ n (keys and values from x_k and x_v, softmax over
+    the keys); a non-symmetric W^O (not transposed; heads concatenated in
+    order); float32 and float64.
     """
     mistakes = [
         Mistake(
