@@ -7,7 +7,11 @@ The checks, each a separate process:
 - strict nbval on every notebook (as `make test-notebooks`);
 - strict nbval again on the chapters that train, with ATEN_CPU_CAPABILITY=avx2
   (as `make test-avx2`: the kernels of a CPU without AVX-512);
-- the book build with warnings as errors and the browser test (`make test-site`).
+- the book build with warnings as errors and the browser test (`make test-site`);
+- with `--fresh`, those chapters run as in Colab or Binder instead of in the clone
+  (`tools/fresh_env.py`: `lib` installed from a wheel by the chapter's first cell, the
+  data fetched by it, strict nbval from a folder with no `data/`); that check replaces
+  their native nbval run, so it costs only the wheel, the environment and the fetch.
 
 The browser test mostly waits for pages (90 s of CPU in 5.3 min), so it starts at once
 and runs beside the two. Two checks side by side take about half the time of one after the other when each
@@ -90,8 +94,16 @@ def threads_env(path: Path) -> dict:
     return dict(PASSIVE) if uses_both_cores(path) else dict(ONE_THREAD)
 
 
-def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool) -> list[Check]:
+def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool,
+         fresh: list[Path] = ()) -> list[Check]:
     checks = []
+    fresh = [p for p in fresh if p in notebooks]
+    if fresh:
+        checks.append(Check(f"fresh environment: {' '.join(p.stem for p in fresh)}",
+                            [sys.executable, str(ROOT / "tools" / "fresh_env.py"),
+                             *map(str, fresh)],
+                            sum(chapter_seconds(p) for p in fresh) + 60, dict(ONE_THREAD)))
+        notebooks = [p for p in notebooks if p not in fresh]
     if lib:
         checks.append(Check("library tests", [sys.executable, "-m", "pytest", "tests", "-q",
                                               "-p", "no:cacheprovider"], LIB_SECONDS,
@@ -224,6 +236,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--avx2", default="", help="notebooks to run again with AVX2 kernels")
+    parser.add_argument("--fresh", default="",
+                        help="notebooks to run as in Colab (tools/fresh_env.py) instead of natively")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-lib", action="store_true", help="skip the library tests")
     parser.add_argument("--no-site", action="store_true", help="skip the book and browser test")
@@ -241,7 +255,8 @@ def main() -> int:
             parser.error(str(e))
     else:
         checks = plan(args.notebooks, [Path(p) for p in args.avx2.split()],
-                      lib=not args.no_lib, site=not args.no_site)
+                      lib=not args.no_lib, site=not args.no_site,
+                      fresh=[Path(p) for p in args.fresh.split()])
     serial = sum(c.expected for c in checks)
     print(f"{'make test-cpus' if args.settings else 'make test'}: {len(checks)} checks, {args.jobs} at a time; one after another they "
           f"took {minutes(serial)} on 2 CPU cores, so expect about "
