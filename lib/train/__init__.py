@@ -182,3 +182,14 @@ __all__ += [
     "translate_ids",
     "translation_loss",
 ]
+
+# The first page's live model: chapter 8's date model, shipped trained (issue 35).
+from lib.train.date_checkpoint import (  # noqa: E402
+    DATE_CHECKPOINT,
+    DATE_CHECKPOINT_SHA256,
+    load_date_checkpoint,
+    save_date_checkpoint,
+)
+
+__all__ += ["DATE_CHECKPOINT", "DATE_CHECKPOINT_SHA256", "load_date_checkpoint",
+            "save_date_checkpoint"]

@@ -21,12 +21,42 @@ refused before it starts (nanoGPT instead crops the context to its last
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import torch
 
 from lib._checks import require_bool, require_float, require_int, require_number, require_positive_int, shape
 from lib.model.kv_cache import KVCache
 
 __all__ = ["sample_next", "generate", "context_length", "continuation_log_prob", "lm_beam_search"]
+
+
+# Chapter 11's sampling-loop checker compares the learner's loop with `sample_next`:
+# while it runs, `sample_next` and `generate` raise the checker's error, whatever name
+# or alias they are called by (lib.sample_next, lib.train.sample_next, an earlier import).
+_SAMPLER_REFUSAL: contextvars.ContextVar = contextvars.ContextVar("lib_sampler_refusal", default=None)
+
+
+@contextlib.contextmanager
+def sampler_refused(error: type[Exception]):
+    """Inside the block, `sample_next` and `generate` raise ``error(message)`` on entry."""
+    if not (isinstance(error, type) and issubclass(error, Exception)):
+        raise TypeError(f"error must be an Exception class, got {error!r}")
+    token = _SAMPLER_REFUSAL.set(error)
+    try:
+        yield
+    finally:
+        _SAMPLER_REFUSAL.reset(token)
+
+
+def _refuse_if_checking(name: str) -> None:
+    error = _SAMPLER_REFUSAL.get()
+    if error is not None:
+        raise error(
+            f"the loop calls lib's {name}, which the checker compares it with: "
+            "write the temperature, the top-k filter and the draw yourself"
+        )
 
 
 def _check_sampling(temperature, top_k, vocab_size: int | None) -> tuple[float, int | None]:
@@ -81,6 +111,7 @@ def sample_next(
     NaN or +inf logits, or a row of only -inf, are refused with a ValueError (a model
     that diverged produces them; torch's own error would not name the argument).
     """
+    _refuse_if_checking("sample_next")
     require_float("logits", logits)
     if logits.dim() != 2 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (B, |V|) with |V| > 0, got {shape(logits)}")
@@ -138,6 +169,7 @@ def generate(
     P + max_new_tokens must not exceed the model's ``max_len``.
     The model is put in eval mode (no dropout).
     """
+    _refuse_if_checking("generate")
     max_len = context_length(model)
     require_bool("greedy", greedy)
     require_bool("use_cache", use_cache)

@@ -32,7 +32,7 @@ __all__ = ["check_self_attention_macs", "check_max_path_length", "check_window_m
 
 
 # ---------------------------------------------------------------------------
-# Exercise 1: the multiply-adds of one self-attention layer
+# Exercise 4: the multiply-adds of one self-attention layer
 # ---------------------------------------------------------------------------
 
 
@@ -58,7 +58,14 @@ def _macs_cases() -> list[Case]:
 
 
 def check_self_attention_macs(self_attention_macs) -> Verdict:
-    """Chapter 9, exercise: `self_attention_macs(n, d_model)`, an int, projections included."""
+    """Chapter 9, exercise 4: `self_attention_macs(n, d_model)`, an int, projections included.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    n < d_model and n > d_model (n and d exchanged in one term), n and d_model both
+    varied over random draws (a constant or a term in n or d alone), an odd d_model
+    (an assumed head count dividing it), and an exact int compared exactly (a float,
+    or a count off by the n·d bias additions or the n² exponentials).
+    """
     mistakes = [
         Mistake(
             "the projections are forgotten (only 2n²d)",
@@ -92,7 +99,7 @@ def check_self_attention_macs(self_attention_macs) -> Verdict:
 
 
 # ---------------------------------------------------------------------------
-# Exercise 2: maximum path lengths (Table 1)
+# Exercise 5: maximum path lengths (Table 1)
 # ---------------------------------------------------------------------------
 
 LAYERS = ("self-attention", "recurrent", "convolution", "dilated")
@@ -159,6 +166,8 @@ def _path_cases() -> list[Case]:
         ("convolution", 17, 5),
         ("convolution", 30, 4),
         ("convolution", 21, 3),
+        ("convolution", 11, 4),  # (n - 1)/(k - 1) = 3.33: rounding to nearest gives 3, not 4
+        ("convolution", 14, 5),  # 3.25
         ("dilated", 9, 3),
         ("dilated", 10, 3),
         ("dilated", 64, 4),
@@ -184,7 +193,16 @@ def _with(layer_name: str, wrong):
 
 
 def check_max_path_length(max_path_length) -> Verdict:
-    """Chapter 9, exercise: `max_path_length(layer, n, k)`, an int (layers or steps)."""
+    """Chapter 9, exercise 5: `max_path_length(layer, n, k)`, an int (layers or steps).
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    every layer type; convolutions whose (n - 1)/(k - 1) is whole (floor = ceil),
+    has a fractional part of at least ½ and below ½ (round-to-nearest is right only
+    on the first two), k = 3, 4, 5 (a reach of k, not k - 1, per layer); dilated
+    stacks with n an exact power of k (9 = 3², 64 = 4³, 125 = 5³: k**L > n, and the
+    float log, whose ceil overshoots) and n = a power plus one (10: covering n - 1);
+    answers compared as exact ints (a bool or a float is refused).
+    """
     mistakes = [
         Mistake(
             "a convolution stack counted like a recurrence (n - 1 layers)",
@@ -209,6 +227,12 @@ def check_max_path_length(max_path_length) -> Verdict:
             "(n - 1) / (k - 1) layers is rarely a whole number, and a partial layer still "
             "costs a layer: round up, -(-(n - 1) // (k - 1)), not (n - 1) // (k - 1).",
             _with("convolution", lambda n, k: (n - 1) // (k - 1)),
+        ),
+        Mistake(
+            "convolution: rounded to the nearest layer, not up",
+            "(n - 1) / (k - 1) = 3.33 layers still needs a fourth layer for the last third: "
+            "round up, -(-(n - 1) // (k - 1)), not to the nearest whole number.",
+            _with("convolution", lambda n, k: math.floor((n - 1) / (k - 1) + 0.5)),
         ),
         Mistake(
             "dilated: k**L > n instead of k**L >= n",

@@ -13,12 +13,12 @@ import math
 import torch
 import torch.nn.functional as F
 
-import lib.train.generate as _generate_module
 from lib.model.families import DecoderOnlyModel
 from lib.teach.checkers._numbers import check_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.train.generate import context_length
 from lib.train.generate import sample_next as _sample_next
+from lib.train.generate import sampler_refused as _sampler_refused
 
 __all__ = [
     "check_sampling_probs", "check_causal_lm_loss", "check_sample_loop", "check_perplexity",
@@ -98,6 +98,12 @@ def check_sampling_probs(sampling_probs) -> Verdict:
     the next token is drawn from: softmax(logits / temperature), restricted to the
     top_k largest logits of each row (the others get probability 0), rows summing to 1.
     A logit tied with the k-th largest is kept too, as `lib.sample_next` does.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    temperatures below, at and above 1 (multiplied, ignored, applied after the softmax),
+    top_k None, 1, some and |V| (off by one either way, k = 1 emptying a strict filter),
+    logits tied at the k-th place (exactly k kept), negative logits (a 0 fill), B > 1
+    (a softmax over the batch axis), float32 and float64 logits (the dtype is kept).
     """
     mistakes = [
         Mistake(
@@ -186,11 +192,18 @@ def _reference_lm_loss(logits, tokens):
 
 
 def check_causal_lm_loss(causal_lm_loss) -> Verdict:
-    """Chapter 11, exercise: `causal_lm_loss(logits, tokens)`.
+    """Chapter 11, exercise 1: `causal_lm_loss(logits, tokens)`.
 
-    logits (B, L, |V|) = model(tokens), tokens (B, L) -> a scalar tensor: the mean over
-    the B × (L - 1) positions t = 0..L-2 of -log softmax(logits[:, t])[tokens[:, t + 1]],
-    in nats.
+    logits (B, L, |V|) = model(tokens), tokens (B, L) -> a 0-dimensional tensor in the
+    logits' dtype, differentiable: the mean over the B × (L - 1) positions
+    t = 0..L-2 of -log softmax(logits[:, t])[tokens[:, t + 1]], in nats.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    B = 1 and B > 1 (a softmax over the batch axis), L from 4 to 12 (dividing by L
+    instead of L - 1, summing per sequence), |V| != L (the softmax over positions),
+    token id 0 present (ignore_index=0), float32 and float64 logits (a dtype change
+    either way), and logits that require grad: the result's gradient with respect to
+    them is compared with the reference's (a detached or re-wrapped number is refused).
     """
     V_of = lambda x: x.shape[-1]  # noqa: E731
     mistakes = [
@@ -269,7 +282,60 @@ def check_causal_lm_loss(causal_lm_loss) -> Verdict:
             lambda x, y: _reference_lm_loss(x, y).item(),
         ),
     ]
+    if not callable(causal_lm_loss):
+        raise TypeError(f"the checker needs your function itself, got {type(causal_lm_loss).__name__}")
+    broken = _loss_contract(causal_lm_loss)
+    if broken is not None:
+        return broken
     return check_function(causal_lm_loss, _reference_lm_loss, _lm_loss_cases(), mistakes, name="causal_lm_loss")
+
+
+def _loss_contract(causal_lm_loss) -> Verdict | None:
+    """What the exercise promises beyond the value, checked on a result whose value is
+    right: a 0-dimensional tensor, in the logits' dtype, with the reference's gradient
+    with respect to the logits (so that backward() trains the model). Wrong values are
+    left to `check_function`, which names their mistakes."""
+
+    def refuse(case, mistake, hint):
+        return Verdict(False, f"✗ causal_lm_loss ({case.label}): {mistake}.\n  {hint}", mistake=mistake)
+
+    for case in _lm_loss_cases():
+        logits, tokens = case.args
+        logits = logits.clone().requires_grad_(True)
+        try:
+            got = causal_lm_loss(logits, tokens.clone())
+        except Exception:  # noqa: BLE001  (reported by check_function)
+            return None
+        want = _reference_lm_loss(logits, tokens)
+        if not isinstance(got, torch.Tensor) or got.numel() != 1 or got.is_complex():
+            continue  # a Python number, or a wrong shape: check_function names it
+        if not got.is_floating_point() or not torch.allclose(
+                got.detach().to(want.dtype).reshape(()), want.detach(), rtol=1e-5, atol=1e-6):
+            continue  # a wrong value
+        if torch.finfo(got.dtype).eps > torch.finfo(logits.dtype).eps:
+            continue  # coarser than the logits: check_function names it
+        if got.dim() != 0:
+            return refuse(case, "the loss is not 0-dimensional",
+                          f"It has shape {tuple(got.shape)}; a loss is one number, shape (). "
+                          "Did you keep a dimension (keepdim=True, a reshape, a [None])?")
+        if got.dtype != logits.dtype:
+            return refuse(case, "the loss is not in the logits' dtype",
+                          f"The logits are {str(logits.dtype)[6:]}, the loss "
+                          f"{str(got.dtype)[6:]}. Compute it from the logits as they are, "
+                          "without .double() or .float().")
+        if got.grad_fn is None:
+            return refuse(case, "the loss has no autograd graph",
+                          "backward() cannot reach the logits: did you call .detach(), or "
+                          "build a new tensor (torch.tensor(...)) from a Python number? "
+                          "Compute it with tensor operations on the logits.")
+        (grad,) = torch.autograd.grad(got, logits, allow_unused=True)
+        (grad_want,) = torch.autograd.grad(want, logits)
+        if grad is None or not torch.allclose(grad, grad_want, rtol=1e-4, atol=1e-7):
+            return refuse(case, "the gradient differs from the reference's",
+                          "The value is right but its gradient with respect to the logits "
+                          "is not: did part of the computation use a detached copy "
+                          "(.detach(), .data, .item()) of the logits?")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -281,26 +347,11 @@ class _LibSamplerUsed(Exception):
     """Raised when the learner's loop calls lib's sampler, which it is compared with."""
 
 
-def _refuse(*args, **kwargs):
-    raise _LibSamplerUsed(
-        "the loop calls lib.sample_next or lib.generate, which the checker compares it with: "
-        "write the temperature, the top-k filter and the draw yourself"
-    )
-
-
-@contextlib.contextmanager
 def _lib_sampler_refused():
-    import lib  # the package itself: the chapter calls lib.sample_next
-
-    saved = [(m, name, getattr(m, name)) for m in (lib, _generate_module)
-             for name in ("sample_next", "generate") if hasattr(m, name)]
-    try:
-        for m, name, _ in saved:
-            setattr(m, name, _refuse)
-        yield
-    finally:
-        for m, name, value in saved:
-            setattr(m, name, value)
+    """lib's sampler refused by every route: `sample_next` and `generate` check a context
+    variable on entry, so lib.sample_next, lib.train.sample_next and a name imported
+    earlier all raise `_LibSamplerUsed` inside the block."""
+    return _sampler_refused(_LibSamplerUsed)
 
 
 def _seeded(fn, refuse_lib=False):
@@ -399,7 +450,15 @@ def check_sample_loop(sample_loop) -> Verdict:
     the top_k largest set to -inf (ties with the k-th kept), softmax, then
     ``torch.multinomial(probs, 1, generator=generator)``, the draw `lib.sample_next` makes.
     The checker runs the learner's loop and lib's sampler in the same loop with generators
-    seeded alike, so the same tokens come out; calling lib's sampler is refused.
+    seeded alike, so the same tokens come out; calling lib's sampler is refused by every
+    route (lib.sample_next, lib.train.sample_next, lib.generate, a name imported earlier:
+    `lib.train.generate.sampler_refused`).
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    runs that stay within max_len and runs that go past it (no crop, the first max_len,
+    max_len - 1), a one-token prompt, temperatures below, at and above 1, top_k None,
+    1, 2 and 3, B > 1 drawn in one call (one draw per row, or the global generator,
+    draw other tokens), and several steps (the token not fed back).
     """
     if not callable(sample_loop):
         raise TypeError(f"the checker needs your function itself, got {type(sample_loop).__name__}")

@@ -80,6 +80,7 @@ def _count_cases() -> list[Case]:
         Case(([5, 3, 3, 5, 9],), label="[5, 3, 3, 5, 9]: the last pair occurs once"),
         Case(([7],), label="a single id"),
         Case(([],), label="no ids"),
+        Case(([256, 257, 256, 257, 1000, 12],), label="ids above 255: [256, 257, 256, 257, 1000, 12]"),
     ]
     rng = random.Random(0)
     for n, alphabet in ((20, 3), (40, 6), (15, 260)):
@@ -123,7 +124,15 @@ def _count_wrapping_around(ids):
 
 
 def check_count_pairs(count_pairs) -> Verdict:
-    """Exercise: ``count_pairs(ids) -> {(a, b): count}`` over every adjacent pair."""
+    """Chapter 10, exercise 3: ``count_pairs(ids) -> {(a, b): count}`` over every adjacent pair.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    overlapping runs ([97, 97, 97]: non-overlapping stepping), a pair at the very start
+    and at the very end, (a, b) and (b, a) both present (sorted or reversed pairs),
+    empty and one-id lists, ids above 255 (a solution through ``bytes``), random lists
+    over small alphabets (presence instead of counts); the input list must come back
+    unchanged and the counts must be ints.
+    """
     mistakes = [
         Mistake(
             "the last pair is missed",
@@ -164,6 +173,9 @@ def _merge_cases() -> list[Case]:
         Case(([1, 2], (1, 2), 9), label="the whole list is the pair"),
         Case(([1], (1, 2), 9), label="a single id"),
         Case(([], (1, 2), 9), label="no ids"),
+        Case(([11, 2, 1, 21, 1, 2], (1, 2), 300),
+             label="[11, 2, 1, 21, 1, 2], pair (1, 2): ids of two digits"),
+        Case(([256, 300, 256, 300, 5], (256, 300), 301), label="ids above 255, pair (256, 300)"),
     ]
     rng = random.Random(1)
     for n, alphabet in ((30, 3), (25, 5)):
@@ -223,7 +235,16 @@ def _merge_drops_last(ids, pair, new_id):
 
 
 def check_merge(merge) -> Verdict:
-    """Exercise: ``merge(ids, pair, new_id) -> list`` with every occurrence of `pair` replaced."""
+    """Chapter 10, exercise 4: ``merge(ids, pair, new_id) -> list``, every occurrence of
+    `pair` replaced, left to right.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    overlapping runs of odd and even length (merging from the right, merging twice), a
+    pair at the very end and the whole list being the pair, no occurrence, a single id
+    and no ids, ids with two or more digits ([11, 2] with pair (1, 2): a replacement on
+    the decimal text), ids above 255 (``bytes``), a first id that matches alone (matching
+    on pair[0] only); the input list must come back unchanged, the result a list of ints.
+    """
     mistakes = [
         Mistake(
             "an overlapping run is merged from the right",

@@ -52,7 +52,14 @@ def _word_attention_cases() -> list[Case]:
 
 
 def check_word_attention(word_attention) -> Verdict:
-    """Exercise: pool subword attention (..., m, n) into word attention (..., M, N)."""
+    """Chapter 12, exercise 4: pool subword attention (..., m, n) into word attention (..., M, N).
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    words of one, two and three subwords on both sides (first subword only, max, mean
+    where a sum is due), m != n and M != N (transposed layouts), no, one and two leading
+    dimensions (2-D-only code, leading dimensions summed away), float64 and float32
+    attention (the dtype is kept exactly: float32 for float64 input is refused).
+    """
     mistakes = [
         Mistake(
             "a target word's subword rows are added, not averaged",
@@ -105,7 +112,30 @@ def _aer_cases() -> list[Case]:
 
 
 def check_alignment_error_rate(alignment_error_rate) -> Verdict:
-    """Exercise: AER = 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|)."""
+    """Chapter 12, exercise 5: AER = 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|), a Python float.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    predictions hitting sure links, possible-only links and misses (|A ∩ S| twice,
+    |S ∩ P|, P = S), |A| != |S| != |P| (the wrong denominator, 1 − precision,
+    1 − recall), values that are not round at 3 decimals (rounding), non-square link
+    grids (i and j exchanged), and P = S (the exercise by hand); the result must be a
+    float (not a tensor, not an int from integer division).
+    """
+    if not callable(alignment_error_rate):
+        raise TypeError(f"the checker needs your function itself, got {type(alignment_error_rate).__name__}")
+    for case in _aer_cases():
+        try:
+            got = alignment_error_rate(*[set(a) for a in case.args])
+        except Exception:  # noqa: BLE001  (reported by check_function)
+            break
+        if type(got) is not float:
+            return Verdict(
+                False,
+                f"✗ alignment_error_rate ({case.label}): returned {type(got).__name__} {got!r}. "
+                "Likely mistake: the AER is not a Python float.\n  Return a float, as "
+                "lib.alignment_error_rate does: len() of sets are ints, and 1 - a / b is a float.",
+                mistake="the AER is not a Python float",
+            )
     mistakes = [
         Mistake(
             "possible links are ignored (|A ∩ S| counted twice)",
