@@ -32,7 +32,7 @@ STARTS = ("make", "python", "python3", "py", ".venv/bin/", "pip", "!pip", "%pip"
 def _code(text: str) -> list[tuple[str, int]]:
     """(command line, offset in the page) from fenced blocks and inline code."""
     found = []
-    for block in re.finditer(r"```[a-z]*\n(.*?)```", text, re.S):
+    for block in re.finditer(r"```[^\n`]*\n(.*?)```", text, re.S):  # ```bash, ```{raw} html
         offset = block.start(1)
         for line in block.group(1).splitlines(keepends=True):
             found.append((line.split("  #")[0].strip(), offset))

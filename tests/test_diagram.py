@@ -108,3 +108,194 @@ def test_record_forward_sees_masks_memory_and_weights():
 def test_record_forward_refuses_a_non_module():
     with pytest.raises(TypeError, match="model"):
         record_forward(lambda x: x, torch.zeros(1))
+
+
+# --------------------------------------------------------------------------- component figures
+# (lib.teach.component_figures, tools/diagrams.py: issue 35)
+
+import importlib.util  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import nbformat  # noqa: E402
+
+from lib.teach import component_figures as cf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("diagrams_tool", ROOT / "tools" / "diagrams.py")
+diagrams = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(diagrams)
+
+
+def _texts(svg: str) -> list[str]:
+    import html
+
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def test_every_component_has_a_figure_placed_in_a_chapter():
+    placed = [name for places in diagrams.PLACES.values() for name, _ in places]
+    assert sorted(placed) == sorted(cf.figure_names())
+    assert set(cf.figure_names()) >= {"attention", "multi_head", "feed_forward", "positions",
+                                      "encoder_decoder", "modern_block", "grouped_query",
+                                      "kv_cache", "tiled"}
+
+
+@pytest.mark.parametrize("name", cf.figure_names())
+def test_alt_text_states_a_point(name):
+    """Not a label ('Diagram of attention'): a sentence of at least 15 words with a verb
+    of what the component does, the same text in the SVG's <desc>."""
+    _, alt, caption = cf.FIGURES[name]
+    words = alt.split()
+    assert len(words) >= 15 and alt.endswith("."), alt
+    assert not re.match(r"(figure|diagram|image|picture)\b", alt, re.I), alt
+    assert caption.strip() and caption != alt
+    svg = cf.figure_svg(name)
+    desc = re.search(r"<desc[^>]*>(.*?)</desc>", svg, re.S).group(1)
+    import html
+
+    assert html.unescape(desc) == alt
+    assert 'role="img"' in svg
+
+
+def test_sizes_are_read_from_the_code_not_typed(monkeypatch):
+    """Change lib's configuration and the figures follow: 8 heads of d_k 8 in the multi-head
+    figure, 1 key/value head in the grouped-query one, 32-wide tiles in the tiled one."""
+    import dataclasses
+
+    import lib.model.modern as modern
+    import lib.model.tiled as tiled
+    import lib.teach.probes as probes
+
+    base = probes.date_model_config()
+    monkeypatch.setattr(probes, "date_model_config", lambda: dataclasses.replace(base, n_heads=8))
+    texts = _texts(cf.figure_svg("multi_head"))
+    assert "head 7" in texts and "d_k = 8" in texts and "head 8" not in texts
+    assert "(1, 8, 8, 8)" in texts  # the heads' outputs (B, n, h, d_k) for the 8 source tokens
+    class OneKeyValueHead(modern.ModernConfig):
+        def __init__(self, **kw):
+            super().__init__(**{"n_kv_heads": 1, **kw})
+
+    monkeypatch.setattr(modern, "ModernConfig", OneKeyValueHead)
+    gqa = _texts(cf.figure_svg("grouped_query"))
+    assert "key/value head 0" in gqa and "key/value head 1" not in gqa
+    assert any("keeps 1 heads per token instead of 4" in t for t in gqa)
+    real_tiled = tiled.tiled_attention
+
+    def small_blocks(q, k, v, *, key_mask=None, causal=False, block_q=32, block_k=32):
+        return real_tiled(q, k, v, key_mask=key_mask, causal=causal, block_q=block_q, block_k=block_k)
+
+    monkeypatch.setattr(tiled, "tiled_attention", small_blocks)
+    assert "32×32" in _texts(cf.figure_svg("tiled"))
+
+
+def test_tiled_figure_counts_the_causal_tiles():
+    """4 × 4 blocks under a causal mask: the lower triangle and the diagonal, 10 of 16."""
+    texts = _texts(cf.figure_svg("tiled"))
+    assert "10 of 16 tiles computed (causal)" in texts
+    assert sum(t == "64×64" for t in texts) == 10
+
+
+def test_kv_cache_figure_shows_the_cache_growing_by_one():
+    c = lib.ModernConfig()
+    head = c.d_model // c.n_heads
+    texts = " ".join(_texts(cf.figure_svg("kv_cache")))
+    assert f"(1, {c.n_kv_heads}, 5, {head})" in texts and f"(1, {c.n_kv_heads}, 6, {head})" in texts
+
+
+def test_grouped_query_arrows_follow_the_code():
+    """Query head j's arrow starts under key/value head j // (n_heads / n_kv_heads)."""
+    c = lib.ModernConfig()
+    svg = cf.figure_svg("grouped_query")
+    arrows = [tuple(float(v) for v in m) for m in
+              re.findall(r'<line x1="([\d.]+)" y1="190" x2="([\d.]+)" y2="84"', svg)]
+    assert len(arrows) == c.n_heads
+    kv_x = sorted({a[0] for a in arrows})
+    q_x = sorted(a[1] for a in arrows)
+    group = c.n_heads // c.n_kv_heads
+    for x1, x2 in arrows:
+        assert kv_x.index(x1) == q_x.index(x2) // group
+
+
+def test_figure_svg_refuses_bad_names():
+    with pytest.raises(ValueError, match="name"):
+        cf.figure_svg("attn")
+    with pytest.raises(TypeError, match="name"):
+        cf.figure_svg(3)
+
+
+def test_the_figure_files_are_current():
+    """book/figures/*.svg are what lib draws now (`python tools/diagrams.py --check`)."""
+    assert diagrams.main(["--check"]) == 0, "run python tools/diagrams.py"
+
+
+def test_check_fails_on_a_stale_or_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(diagrams, "FIGURES", tmp_path)
+    monkeypatch.setattr(diagrams, "ROOT", tmp_path)
+    assert diagrams.main([]) == 0
+    assert diagrams.main(["--check"]) == 0
+    path = tmp_path / "attention.svg"
+    path.write_text(path.read_text().replace("softmax", "softmin"))
+    assert diagrams.main(["--check"]) == 1
+    diagrams.main([])
+    (tmp_path / "tiled.svg").unlink()
+    assert diagrams.main(["--check"]) == 1
+
+
+def _copy(stem: str, tmp_path) -> Path:
+    dest = tmp_path / f"{stem}.ipynb"
+    shutil.copyfile(ROOT / "book" / f"{stem}.ipynb", dest)
+    return dest
+
+
+def test_insert_places_the_figure_after_its_heading_once(tmp_path):
+    paths = [_copy(stem, tmp_path) for stem in diagrams.PLACES]
+    assert diagrams.insert_all(paths) == 0
+    once = [p.read_text() for p in paths]
+    assert diagrams.insert_all(paths) == 0  # idempotent
+    assert [p.read_text() for p in paths] == once
+    for path in paths:
+        cells = nbformat.read(path, as_version=4).cells
+        for name, heading in diagrams.PLACES[path.stem]:
+            found = [i for i, c in enumerate(cells) if diagrams.marker(name) in c.source]
+            assert len(found) == 1, (path.stem, name)
+            before = cells[found[0] - 1]
+            assert before.cell_type == "markdown" and re.search(
+                r"^#{2,6} +" + re.escape(heading) + r"(?!\w)", before.source, re.M) or \
+                diagrams.TAG in before.metadata.get("tags", []), (path.stem, name)
+            assert f"](figures/{name}.svg)" in cells[found[0]].source
+
+
+def test_a_heading_is_matched_whole_and_never_the_title():
+    cells = [{"cell_type": "markdown", "source": "# The mathematics of attention"},
+             {"cell_type": "markdown", "source": "intro\n\n## The mathematical background"},
+             {"cell_type": "markdown", "source": "## The math\n\ntext"}]
+    assert diagrams._heading_cell(cells, "The math") == 2
+    assert diagrams._heading_cell(cells[:2], "The math") is None
+    assert diagrams._heading_cell(cells, "The mathematics of attention") is None  # a title
+
+
+def test_insert_fails_loudly_on_a_missing_heading(tmp_path, capsys):
+    path = _copy("02_attention_math", tmp_path)
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("## The math", "## Mathematics")
+    nbformat.write(notebook, path)
+    before = path.read_text()
+    assert diagrams.insert_all([path]) == 1
+    assert "The math" in capsys.readouterr().err
+    assert path.read_text() == before  # nothing written
+
+
+@pytest.mark.parametrize("stem", sorted(diagrams.PLACES))
+def test_every_listed_chapter_has_its_diagram_cell(stem):
+    """After `python tools/diagrams.py --insert` (the coordinator runs it once the chapters'
+    owners are done): each chapter shows its figures, with their alt text, as written now."""
+    cells = nbformat.read(ROOT / "book" / f"{stem}.ipynb", as_version=4).cells
+    for name, _ in diagrams.PLACES[stem]:
+        found = [c for c in cells if diagrams.marker(name) in c.source]
+        assert len(found) == 1, f"{stem}: no {name} figure cell: run python tools/diagrams.py --insert"
+        assert found[0].source == "".join(diagrams.figure_cell(name)["source"])
+        assert (ROOT / "book" / "figures" / f"{name}.svg").is_file()
