@@ -14,6 +14,7 @@ wait for the device; they run once, at the public entry point (`Transformer.forw
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 from torch import nn
@@ -64,10 +65,16 @@ def require_positive_int(name: str, value: object) -> int:
     return value
 
 
+_LARGEST_FLOAT = sys.float_info.max
+
+
 def require_number(name: str, value: object, minimum: float | None = None, positive: bool = False) -> float:
     """A finite real number (not a bool, not NaN or ±inf), optionally >= ``minimum`` or > 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    if isinstance(value, int) and abs(value) > _LARGEST_FLOAT:  # float() would raise OverflowError
+        raise ValueError(f"{name} must be a finite number, got an int of {len(str(abs(value)))} digits, "
+                         "beyond the largest float")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     if positive and value <= 0:

@@ -44,3 +44,34 @@ def test_retrieval_run_starts_near_a_uniform_average_when_scaled():
 def test_retrieval_run_refuses_bad_input(kwargs, error):
     with pytest.raises(error):
         lib.retrieval_run(**kwargs)
+
+
+@pytest.mark.parametrize("d_k", [16, 64])
+def test_unscaled_run_is_the_scaled_run_with_init_and_lr_times_d_k_to_the_quarter(d_k):
+    # Under Adam (steps independent of the gradient's scale), unscaled scores with
+    # weights W equal scaled scores with weights c W, c = d_k ** 0.25, and a c times
+    # larger learning rate moves c W as fast as W: the two runs are one run.
+    c = d_k ** 0.25
+    unscaled = lib.retrieval_run(d_k, False, seed=1, steps=40)
+    same = lib.retrieval_run(d_k, True, seed=1, steps=40, init_scale=c, lr=1e-3 * c)
+    scaled = lib.retrieval_run(d_k, True, seed=1, steps=40)
+    assert same == pytest.approx(unscaled, rel=1e-3)
+    assert scaled != pytest.approx(unscaled, rel=1e-2)  # the check can fail: scaled differs
+
+
+def test_retrieval_run_init_scale_sets_the_start():
+    wide = lib.retrieval_run(64, True, seed=0, steps=3, init_scale=8.0)
+    narrow = lib.retrieval_run(64, True, seed=0, steps=3)
+    assert wide[0] > narrow[0] + 5  # a saturated start is confidently wrong
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [(dict(seed=-1), ValueError, "seed must be at least 0, got -1"),
+     (dict(seed=1.5), TypeError, "seed"),
+     (dict(lr="1e-3"), TypeError, "lr"), (dict(lr=0.0), ValueError, "lr"),
+     (dict(lr=float("nan")), ValueError, "lr"), (dict(init_scale=-1.0), ValueError, "init_scale")],
+)
+def test_retrieval_run_names_the_bad_argument(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        lib.retrieval_run(**{"d_k": 4, "scaled": True, "seed": 0, "steps": 2, **kwargs})

@@ -21,6 +21,7 @@ from torch import nn
 
 from lib._checks import (
     require_bool,
+    require_device,
     require_float,
     require_mask,
     require_matches_module,
@@ -124,6 +125,7 @@ def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Te
     Query i may attend to keys 0..i: the decoder cannot look at future tokens.
     """
     require_positive_int("size", size)
+    device = require_device("device", device)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
 
 

@@ -35,7 +35,11 @@ def _as_matrix(name: str, value: object) -> torch.Tensor:
     else:
         try:
             t = torch.tensor(value, dtype=torch.float64)
+        except OverflowError as err:  # an int beyond the largest float
+            raise ValueError(f"{name} holds a number too large for a float: {err}") from None
         except (TypeError, ValueError, RuntimeError) as err:
+            if "Overflow" in str(err):  # torch's message for an int beyond 64 bits
+                raise ValueError(f"{name} holds a number too large for a float") from None
             raise TypeError(f"{name} must be a tensor or a nested list of numbers, got {type(value).__name__}") from err
     if t.dim() == 0:
         t = t.reshape(1, 1)  # a single number

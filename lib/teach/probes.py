@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 import math
 import multiprocessing
+import operator
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -284,9 +285,12 @@ def cross_attention_ablation(
     cross = batch.src_mask.expand(B, 1, m, n).clone()  # (B, 1, m, n)
     chosen = torch.zeros(B, m, dtype=torch.bool)
     for b, (source, target) in enumerate(pairs):
-        for r in rows(source, target):
+        # Checked before use: a negative index would wrap to the last row or position.
+        chosen_rows = [_index_in("rows", r, len(target) + 1, source) for r in rows(source, target)]
+        hidden = [_index_in("hide", j, len(source), source) for j in hide(source)]
+        for r in chosen_rows:
             chosen[b, r] = True
-            for j in hide(source):
+            for j in hidden:
                 if all_rows:
                     cross[b, 0, :, j] = False
                 else:
@@ -298,6 +302,19 @@ def cross_attention_ablation(
     logits = model.decode(batch.tgt_in, memory, src_mask=cross, tgt_mask=batch.tgt_mask)
     right = logits.argmax(-1) == batch.tgt_out  # (B, m)
     return float(right[chosen].float().mean())
+
+
+def _index_in(name: str, value, size: int, source: str) -> int:
+    """`value` as an index in 0..size-1 (an int, NumPy int or 0-d integer tensor); no wrapping."""
+    try:
+        index = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}() must give int indices, got {value!r} ({type(value).__name__}) "
+                        f"for source {source!r}") from None
+    if not 0 <= index < size:
+        raise ValueError(f"{name}() gave index {index} for source {source!r}: it must be in "
+                         f"0..{size - 1} (negative indices are not allowed: they would wrap)")
+    return index
 
 
 def date_fields(source: str) -> dict[str, list[int]]:

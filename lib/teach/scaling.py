@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from lib._checks import require_bool, require_positive_int
+from lib._checks import require_bool, require_int, require_number, require_positive_int
 
 __all__ = ["score_gradients", "retrieval_run"]
 
@@ -49,7 +49,7 @@ def score_gradients(d_k: int, g: torch.Tensor, scaled: bool, generator: torch.Ge
 
 def retrieval_run(
     d_k: int, scaled: bool, seed: int, steps: int = 300, d_model: int = 64, n_keys: int = 16,
-    batch: int = 32, lr: float = 1e-3,
+    batch: int = 32, lr: float = 1e-3, init_scale: float = 1.0,
 ) -> list[float]:
     """Train W^Q, W^K on a retrieval task; return the loss at every step.
 
@@ -59,27 +59,39 @@ def retrieval_run(
     divided by √d_k if `scaled`; the output is Σ_j α_j v_j and the loss its
     squared distance to the matching key's value, so the gradient reaches the
     scores only through the softmax, as inside a Transformer. W^Q, W^K
-    (d_model, d_k) start with N(0, 1/d_model) entries (unit-variance q and k),
-    and Adam updates them. An output that averages the values uniformly has
+    (d_model, d_k) start with N(0, init_scale²/d_model) entries (with
+    init_scale = 1: unit-variance keys, and queries of variance 2, since the
+    query is x_j plus noise), and Adam with learning rate `lr` updates them.
+    For d_k > d_model (256 and 1024 in the chapter) the projections have rank
+    at most d_model, which no real head uses.
+
+    Under Adam, whose steps do not scale with the gradient, the unscaled run
+    equals the scaled run with init_scale and lr both d_k^(1/4) times larger
+    (tests/test_scaling.py); chapter 2 uses init_scale and lr to separate the
+    saturated start from the larger steps. An output that averages the values uniformly has
     loss 16 × (15/16) = 15 on average; a perfect lookup has 0. Seeded: the same run
     gives the same losses on one machine (it runs on one thread).
     """
-    for name, value in (("d_k", d_k), ("seed", seed + 1), ("steps", steps), ("d_model", d_model),
+    for name, value in (("d_k", d_k), ("steps", steps), ("d_model", d_model),
                         ("n_keys", n_keys), ("batch", batch)):
         require_positive_int(name, value)
+    require_int("seed", seed, minimum=0)
     require_bool("scaled", scaled)
+    lr = require_number("lr", lr, positive=True)
+    init_scale = require_number("init_scale", init_scale, positive=True)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the same losses whatever the machine's thread count
     try:
-        return _retrieval_losses(d_k, scaled, seed, steps, d_model, n_keys, batch, lr)
+        return _retrieval_losses(d_k, scaled, seed, steps, d_model, n_keys, batch, lr, init_scale)
     finally:
         torch.set_num_threads(threads)
 
 
-def _retrieval_losses(d_k, scaled, seed, steps, d_model, n_keys, batch, lr) -> list[float]:
+def _retrieval_losses(d_k, scaled, seed, steps, d_model, n_keys, batch, lr, init_scale) -> list[float]:
     g = torch.Generator().manual_seed(seed)
-    w_q = (torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)).requires_grad_()
-    w_k = (torch.randn(d_model, d_k, generator=g) / math.sqrt(d_model)).requires_grad_()
+    std = init_scale / math.sqrt(d_model)
+    w_q = (torch.randn(d_model, d_k, generator=g) * std).requires_grad_()
+    w_k = (torch.randn(d_model, d_k, generator=g) * std).requires_grad_()
     optimizer = torch.optim.Adam([w_q, w_k], lr=lr)
     rows = torch.arange(batch)
     losses = []

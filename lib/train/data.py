@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib._checks import require_token_id, shape
+from lib._checks import require_device, require_token_id, shape
 from lib.model.attention import causal_mask, padding_mask
 
 __all__ = [
@@ -108,6 +108,7 @@ class Batch:
 
     def to(self, device: torch.device | str) -> "Batch":
         """The same batch on ``device`` (itself if it is there already)."""
+        device = require_device("device", device)
         if torch.device(device) == self.src.device:
             return self
         return Batch(*(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)),
@@ -128,6 +129,8 @@ def make_batch(pairs, vocab: CharVocab, device: torch.device | str | None = None
     """
     if not isinstance(vocab, CharVocab):
         raise TypeError(f"vocab must be a CharVocab, got {type(vocab).__name__}")
+    if device is not None:
+        require_device("device", device)
     pairs = list(pairs)
     if not pairs:
         raise ValueError("make_batch needs at least one (source, target) pair")
@@ -150,6 +153,8 @@ def batch_from_ids(src_rows, tgt_rows, pad_id: int, bos_id: int, eos_id: int, de
     """
     for name, value in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
         require_token_id(name, value)
+    if device is not None:
+        require_device("device", device)
     src_rows, tgt_rows = list(src_rows), list(tgt_rows)
     if not src_rows or len(src_rows) != len(tgt_rows):
         raise ValueError(

@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from lib._checks import (
+    require_device,
     require_float,
     require_int,
     require_number,
@@ -286,7 +287,7 @@ class LMBatch:
     tokens: torch.Tensor
 
     def to(self, device) -> "LMBatch":
-        return LMBatch(self.tokens.to(device))
+        return LMBatch(self.tokens.to(require_device("device", device)))
 
     def loss(self, model) -> torch.Tensor:
         """Mean next-token cross-entropy (nats per token) of `model` on these windows."""
@@ -306,6 +307,7 @@ class MaskedLMBatch:
     ignore_index: int = -100
 
     def to(self, device) -> "MaskedLMBatch":
+        device = require_device("device", device)
         return MaskedLMBatch(self.tokens.to(device), self.targets.to(device), self.ignore_index)
 
     def loss(self, model) -> torch.Tensor:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib._checks import require_int, require_positive_int
+from lib._checks import require_device, require_int, require_positive_int
 from lib.train.bpe import BPETokenizer
 from lib.train.data import Batch, batch_from_ids
 from lib.train.decoding import beam_search, greedy_decode
@@ -192,6 +192,8 @@ def length_batches(
 
 def make_translation_batch(examples: Sequence[EncodedPair], device=None) -> Batch:
     """`EncodedPair`s -> a padded `lib.Batch` (PAD 0, BOS 1, EOS 2) with its masks."""
+    if device is not None:
+        require_device("device", device)
     examples = list(examples)
     if not examples:
         raise ValueError("examples: empty batch")

@@ -13,6 +13,7 @@ Tests: the chapters' tests/test_checkers_*.py.
 from __future__ import annotations
 
 import math
+import sys
 import numbers
 
 import torch
@@ -31,6 +32,9 @@ def real_number(name: str, value: object) -> float:
         return float(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral) and abs(int(value)) > sys.float_info.max:
+        raise ValueError(f"{name} must be a number a float can hold, got an int of "
+                         f"{len(str(abs(int(value))))} digits")  # float() would raise OverflowError
     return float(value)
 
 
