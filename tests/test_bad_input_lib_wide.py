@@ -90,3 +90,19 @@ def test_cross_attention_ablation_takes_numpy_and_tensor_indices():
     assert a == b
     with pytest.raises(TypeError, match=r"rows\(\) must give int indices"):
         lib.cross_attention_ablation(model, pairs, DATE_VOCAB, rows=lambda s, t: [0.0])
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: lib.additive_score(torch.randn(3), torch.randn(4, 5, dtype=torch.float64),
+                                torch.randn(6, 3), torch.randn(6, 5), torch.randn(6)),
+     TypeError, "s and h must have the same dtype"),
+    (lambda: lib.multiplicative_score(torch.randn(3), torch.randn(4, 3), torch.randn(3, 3).double()),
+     TypeError, "s and w must have the same dtype"),
+    (lambda: lib.attend(torch.randn(4), torch.randn(4, 2, dtype=torch.float64)),
+     TypeError, "scores and h must have the same dtype"),
+    (lambda: lib.attend(torch.randn(3, 4), torch.randn(2, 4, 5)), ValueError, "do not broadcast"),
+])
+def test_chapter_1_scores_refuse_mixed_dtypes_and_batches(call, error, words):
+    # reviewer A's P6: these reached torch ("expected m1 and m2 to have the same dtype")
+    with pytest.raises(error, match=words):
+        call()

@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from lib._checks import require_float, shape
+from lib._checks import require_float, require_same_kind, shape
 
 __all__ = [
     "additive_score",
@@ -85,6 +85,7 @@ def additive_score(
         )
     if b is not None and (require_float("b", b).shape != (d_a,)):
         raise ValueError(f"b must have shape ({d_a},), got {shape(b)}")
+    require_same_kind(s=s, h=h, w_s=w_s, w_h=w_h, v=v, **({} if b is None else {"b": b}))
     hidden = (s @ w_s.T)[..., None, :] + h @ w_h.T  # (..., n, d_a)
     if b is not None:
         hidden = hidden + b
@@ -102,6 +103,7 @@ def multiplicative_score(s: torch.Tensor, h: torch.Tensor, w: torch.Tensor | Non
     """
     _check_states(s, h)
     _check_bilinear(s, h, w)
+    require_same_kind(s=s, h=h, **({} if w is None else {"w": w}))
     left = s if w is None else s @ w  # (..., d_h)
     return (h @ left[..., :, None])[..., 0]  # (..., n)
 
@@ -128,6 +130,12 @@ def attend(scores: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.T
     require_float("h", h)
     if h.dim() < 2 or scores.shape[-1] != h.shape[-2]:
         raise ValueError(f"scores (..., n) and h (..., n, d_h) disagree on n: scores {shape(scores)}, h {shape(h)}")
+    try:
+        torch.broadcast_shapes(scores.shape[:-1], h.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"the leading (batch) dimensions of scores {shape(scores)} and h {shape(h)} "
+                         "do not broadcast") from None
+    require_same_kind(scores=scores, h=h)
     weights = scores.softmax(dim=-1)  # (..., n)
     context = (weights[..., None, :] @ h)[..., 0, :]  # (..., d_h)
     return context, weights
