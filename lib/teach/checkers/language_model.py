@@ -541,12 +541,13 @@ def check_sample_loop(sample_loop) -> Verdict:
 
 
 # ---------------------------------------------------------------------------
-# exercise 1 by hand: the perplexity of a model at `bits` bits per character
+# exercise 4 (by hand): the perplexity of a model at `bits` bits per character
 # ---------------------------------------------------------------------------
 
 
 def check_perplexity(my_perplexity, bits: float = 1.5):
-    """Chapter 11, exercise 1: the perplexity at `bits` bits per character, 2^bits, to 0.01."""
+    """Chapter 11, exercise 4 (by hand): the perplexity at `bits` bits per character, 2^bits,
+    to 0.01."""
     b = float(bits)
     return check_number(my_perplexity, 2.0 ** b, atol=5e-3, what="perplexity",
                         name="my_perplexity", slips={
