@@ -440,3 +440,63 @@ def test_multi_head_attention_checker_refuses(slip):
 
 def test_multi_head_attention_checker_passes_the_reference_pattern():
     assert lib.check_multi_head_attention(lambda *a, **kw: _mha(*a, **kw))
+
+
+# --- chapter 3's hand checkers and chapter 4's numbers ------------------------------------------
+
+Q3 = [[2.0, 0.0], [2.0, 1.0], [1.0, 1.0]]  # chapter 3's Example 1
+K3 = [[2.0, 1.0], [0.0, 2.0], [2.0, 2.0]]
+V3 = [[0.0, 2.0], [1.0, 1.0], [2.0, 0.0]]
+
+
+def _weights(scale, dim=-1):
+    s = torch.tensor(Q3) @ torch.tensor(K3).T / scale
+    return torch.softmax(s, dim=dim)
+
+
+HAND_WEIGHTS_WRONG = {
+    # the review's
+    "all NaN": torch.full((3, 3), float("nan")),
+    "normalised down the columns": _weights(math.sqrt(2), dim=0),
+    "unscaled": _weights(1.0),
+    "divided by d_k": _weights(2.0),
+    "the scaled scores typed as weights": torch.tensor(Q3) @ torch.tensor(K3).T / math.sqrt(2),
+    # mine
+    "uniform weights": torch.full((3, 3), 1 / 3),
+    "rows and columns swapped": _weights(math.sqrt(2)).T,
+    "rounded to one decimal": _weights(math.sqrt(2)).round(decimals=1),
+}
+
+
+@pytest.mark.parametrize("slip", list(HAND_WEIGHTS_WRONG))
+def test_hand_weights_checker_refuses(slip):
+    assert not lib.check_attention_weights(Q3, K3, HAND_WEIGHTS_WRONG[slip])
+    assert lib.check_attention_weights(Q3, K3, _weights(math.sqrt(2)))
+
+
+@pytest.mark.parametrize("slip", ["all NaN", "normalised down the columns", "unscaled", "divided by d_k",
+                                  "uniform weights", "rows and columns swapped"])
+def test_hand_output_checker_refuses(slip):
+    answer = HAND_WEIGHTS_WRONG[slip] @ torch.tensor(V3)
+    assert not lib.check_attention(Q3, K3, V3, answer)
+    assert lib.check_attention(Q3, K3, V3, _weights(math.sqrt(2)) @ torch.tensor(V3))
+
+
+@pytest.mark.parametrize("count", [2_359_296, 4 * 768**2 * 12, 196_864, 3 * 768**2 + 3 * 768,
+                                   4 * 768**2 + 768, float("nan")])
+def test_mha_parameters_checker_refuses(count):
+    assert not lib.check_mha_parameters(count, d_model=768, n_heads=12)
+    assert lib.check_mha_parameters(2_362_368, d_model=768, n_heads=12)
+
+
+@pytest.mark.parametrize("flops", [115_097_600, 209_715_200, 20_480_000, 4 * 100 * 512**2
+                                   + 4 * 100**2 * 512, 230_195_200 // 8])
+def test_attention_flops_checker_refuses(flops):
+    assert not lib.check_attention_flops(flops, n=100, d_model=512, n_heads=8)
+    assert lib.check_attention_flops(230_195_200, n=100, d_model=512, n_heads=8)
+
+
+@pytest.mark.parametrize("n", [512, 256, 2048, 100, 64])
+def test_flops_crossover_checker_refuses(n):
+    assert not lib.check_flops_crossover(n, d_model=512)
+    assert lib.check_flops_crossover(1024, d_model=512)
