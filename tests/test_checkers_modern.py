@@ -173,9 +173,11 @@ def test_kv_bytes_float_and_stub_refused():
 
 def test_prediction_form():
     assert check_ladder_prediction("SwiGLU")
-    for bad in ("swiglu", None, 3, "everything"):
+    for bad in ("swiglu", 3, "everything"):
         verdict = check_ladder_prediction(bad)
         assert not verdict and verdict.mistake == "not one of the changes"
+    verdict = check_ladder_prediction(None)  # the prompt's empty default
+    assert not verdict and verdict.mistake == "no prediction yet"
 
 
 def test_reveal_needs_agreement_of_the_seeds():
@@ -183,6 +185,8 @@ def test_reveal_needs_agreement_of_the_seeds():
     gains["rotary"] = [0.2, 0.3]
     assert "right" in reveal_ladder_prediction("rotary", gains)
     assert "not what the runs show" in reveal_ladder_prediction("SwiGLU", gains)
+    empty = reveal_ladder_prediction(None, gains)  # no verdict, no answer named
+    assert "No prediction" in empty and "rotary" not in empty and "right" not in empty
     gains["SwiGLU"] = [0.25, 0.1]  # seed 0: SwiGLU, seed 1: rotary
     message = reveal_ladder_prediction("rotary", gains)
     assert "seeds disagree" in message and "right" not in message

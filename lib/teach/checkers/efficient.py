@@ -117,7 +117,8 @@ def _masked_cases() -> list[Case]:
     return cases
 
 
-_FULL_ROW_OPS = ("amax", "max", "logsumexp", "_softmax", "_log_softmax", "sort", "topk", "argmax")
+_FULL_ROW_OPS = ("amax", "max", "logsumexp", "_softmax", "_log_softmax", "sort", "topk", "argmax",
+                 "cummax", "cummin", "kthvalue", "median")
 
 
 class _FullRowReduction(TorchDispatchMode):
@@ -147,12 +148,42 @@ def _reduces_whole_rows(fn) -> str:
     return mode.seen
 
 
+def _changes_its_input(fn, args) -> bool:
+    """Whether `fn(*args)` writes into one of its tensor arguments (run on copies)."""
+    copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        fn(*copies)
+    except Exception:  # noqa: BLE001  (the checker reports the learner's errors)
+        return False
+    return any(isinstance(a, torch.Tensor) and not torch.equal(a, c) for a, c in zip(args, copies))
+
+
+def _in_place_verdict(name: str, what: str) -> Verdict:
+    mistake = f"the caller's {what} changed in place"
+    return Verdict(False, f"✗ {name} returns the right values but writes into its input. "
+                          f"Likely mistake: {mistake}.\n  An in-place operation (-=, mul_, "
+                          "a slice assigned) on a view changes the tensor the caller passed; "
+                          "compute new tensors instead.", mistake=mistake)
+
+
 def check_online_softmax_stats(online_softmax_stats) -> Verdict:
     """Exercise: (m, l) = (max_j s_j, Σ_j exp(s_j − m)) in one pass over blocks of keys.
 
     Checked in two steps: finite scores (the classic slips of the update), then
     masked keys (-inf), which need the guard of by-hand exercise 1. A solution
     that takes the maximum over the whole row first (no blocks) is named too.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    several rows with different maxima (one maximum for all rows); rows whose scores
+    are all negative (a running maximum started at 0); scores that rise block after
+    block (no rescaling, the factor upside down, the block's maximum kept alone);
+    scores near 800 (no maximum subtracted: exp overflows); a block size that does not
+    divide n (the last, shorter block skipped); float64 and float32 (the dtype, exact);
+    2-D and 3-D scores; the caller's scores left as they were (no in-place update
+    of a view); a row with every key masked, a first block all masked and
+    padding at the end (the -inf guard, in both exponentials); and, on a case of
+    several blocks, any whole-row reduction (max, amax, sort, topk, cummax, cummin,
+    logsumexp, softmax), which is not one pass.
     """
     name = "online_softmax_stats"
     mistakes = [
@@ -214,6 +245,8 @@ def check_online_softmax_stats(online_softmax_stats) -> Verdict:
     verdict = check_function(online_softmax_stats, _stats_reference, masked, [guard], name=name)
     if not verdict:
         return verdict
+    if any(_changes_its_input(online_softmax_stats, case.args) for case in finite + masked):
+        return _in_place_verdict(name, "scores")
     return Verdict(
         True,
         f"✓ {name} matches the reference on all {len(finite) + len(masked)} test cases "
@@ -256,11 +289,32 @@ def _merge_cases() -> list[Case]:
         v = torch.randn(b, n, d, generator=g, dtype=dtype)
         first, second = _partial(q, k[:, :split], v[:, :split]), _partial(q, k[:, split:], v[:, split:])
         cases.append(Case((*first, *second), label=f"{m_q} queries, keys split {split} + {n - split}"))
+    for dtype in (torch.float64, torch.float32):
+        q = torch.randn(1, 4, 4, generator=g, dtype=dtype)
+        k = torch.randn(1, 6, 4, generator=g, dtype=dtype)
+        v = torch.randn(1, 6, 4, generator=g, dtype=dtype)
+        k[:, :3] *= 200  # the first part's scores in the hundreds: maxima far apart
+        first, second = _partial(q, k[:, :3], v[:, :3]), _partial(q, k[:, 3:], v[:, 3:])
+        cases.append(Case((*first, *second), label=f"maxima far apart, {str(dtype)[6:]}"))
+        m2, l2, o2 = second
+        m2, l2, o2 = m2.clone(), l2.clone(), o2.clone()
+        m2[:, :2], l2[:, :2], o2[:, :2] = -math.inf, 0.0, 0.0  # no allowed key there
+        cases.append(Case((*first, m2, l2, o2),
+                          label=f"a part with no allowed key (m = -inf, l = 0), {str(dtype)[6:]}"))
     return cases
 
 
 def check_merge_partials(merge_partials) -> Verdict:
-    """Exercise: combine two partial attention results over disjoint keys into one."""
+    """Exercise: combine two partial attention results over disjoint keys into one.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    parts of different sizes and maxima (a plain average, normalisers compared without
+    their maxima, the factor upside down, l1 + l2 returned, no renormalisation); m1 > m2
+    on some rows and m1 < m2 on others (m = m1); maxima more than 100 apart (a factor
+    exp(m1 − m2) taken against one part instead of the larger maximum overflows); a part
+    with no allowed key (m = −∞, l = 0, o = 0: it must weigh nothing, not give nan);
+    batches of 1 and 2 and float64 and float32 (the dtype, exact).
+    """
     mistakes = [
         Mistake(
             "the two outputs are simply averaged",
@@ -291,6 +345,12 @@ def check_merge_partials(merge_partials) -> Verdict:
             _merge_upside_down,
         ),
         Mistake(
+            "rescaled against the second part's maximum, not the larger one",
+            "exp(m1 − m2) overflows when m1 is far above m2 (and is nan when a part has no "
+            "key): bring both parts to m = max(m1, m2), so each factor is at most 1.",
+            _merge_against_m2,
+        ),
+        Mistake(
             "the merged normaliser is l1 + l2",
             "The output is right, but l must be relative to the returned m: "
             "l = l1 · exp(m1 − m) + l2 · exp(m2 − m).",
@@ -304,6 +364,13 @@ def _merge_upside_down(m1, l1, o1, m2, l2, o2):
     m = torch.maximum(m1, m2)
     w1, w2 = l1 * torch.exp(m - m1), l2 * torch.exp(m - m2)
     return m, w1 + w2, (w1[..., None] * o1 + w2[..., None] * o2) / (w1 + w2)[..., None]
+
+
+def _merge_against_m2(m1, l1, o1, m2, l2, o2):
+    m = torch.maximum(m1, m2)
+    w1, w2 = l1 * torch.exp(m1 - m2), l2
+    o = (w1[..., None] * o1 + w2[..., None] * o2) / (w1 + w2)[..., None]
+    return m, (w1 + w2) * torch.exp(m2 - m), o
 
 
 def _merge_sum_of_normalisers(m1, l1, o1, m2, l2, o2):

@@ -12,6 +12,7 @@ import torch
 
 from lib.model.modern import RMSNorm
 from lib.teach.checkers._dtypes import with_exact_dtype
+from lib.teach.checkers.efficient import _changes_its_input, _in_place_verdict
 from lib.teach.checkers.feed_forward import _integral_as_int
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 
@@ -55,6 +56,15 @@ def check_rms_norm(rms_norm) -> Verdict:
     """Chapter 14, exercise: `rms_norm(x, weight, eps)` = x / sqrt(mean(x², last axis) + ε) · weight.
 
     x (..., d), weight (d,), eps a float; the result has x's shape and dtype.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    vectors whose mean is far from 0 (centring, as LayerNorm; the variance instead of
+    the mean square); ε of 0.5 and 2 beside 1e-5 and 1e-6 (ε outside the root, ε
+    squared, ε left out, sqrt(ms)·(1 + ε)); 2-D and 3-D x whose axes all differ in size
+    (the mean over another axis or over everything, sum / shape[0], d − 1, a forgotten
+    keepdim); a gain far from 1 and different per feature (the gain left out, added,
+    or inside the statistic); float64 and float32 (the dtype, exact, and float64
+    computed in float32 and cast back, named); the caller's x left unchanged.
     """
     def rms(x, axis):
         return x.pow(2).mean(dim=axis, keepdim=True)
@@ -92,6 +102,14 @@ def check_rms_norm(rms_norm) -> Verdict:
             lambda x, w, eps: x / (rms(x, -1) + eps) * w,
         ),
         Mistake(
+            "float64 input computed in float32",
+            "float64 input: compute in float64. Converting x to float32 (and back) loses "
+            "about 1e-7 of relative precision; only half-precision inputs are worth "
+            "computing in float32.",
+            lambda x, w, eps: (x.float() / (rms(x.float(), -1) + eps).sqrt()
+                               * w.float()).to(x.dtype),
+        ),
+        Mistake(
             "the gain (weight) not applied",
             "After normalising, multiply by weight, the learned gain g of each feature.",
             lambda x, w, eps: x / (rms(x, -1) + eps).sqrt(),
@@ -99,8 +117,11 @@ def check_rms_norm(rms_norm) -> Verdict:
     ]
     cases = _rms_cases()
     verdict = check_function(rms_norm, _reference_rms_norm, cases, mistakes, name="rms_norm")
-    return with_exact_dtype(verdict, rms_norm, _reference_rms_norm, cases, "rms_norm",
-                            "return x's dtype")
+    verdict = with_exact_dtype(verdict, rms_norm, _reference_rms_norm, cases, "rms_norm",
+                               "return x's dtype")
+    if verdict and any(_changes_its_input(rms_norm, case.args) for case in cases):
+        return _in_place_verdict("rms_norm", "x")
+    return verdict
 
 
 # ---------------------------------------------------------------- GQA repeat
@@ -109,10 +130,15 @@ def check_rms_norm(rms_norm) -> Verdict:
 def _repeat_cases() -> list[Case]:
     g = torch.Generator().manual_seed(1)
     cases = []
-    for (B, g_heads, T, d), h in (((2, 2, 3, 4), 4), ((1, 3, 5, 2), 6), ((2, 2, 4, 3), 6),
-                                  ((1, 1, 3, 4), 3), ((2, 4, 2, 2), 4)):
-        k = torch.randn(B, g_heads, T, d, generator=g)
-        cases.append(Case((k, h), label=f"k {(B, g_heads, T, d)}, n_heads={h}"))
+    for (B, g_heads, T, d), h, dtype in (((2, 2, 3, 4), 4, torch.float32),
+                                         ((1, 3, 5, 2), 6, torch.float32),
+                                         ((2, 2, 4, 3), 6, torch.float32),
+                                         ((1, 1, 3, 4), 3, torch.float32),
+                                         ((2, 4, 2, 2), 4, torch.float32),
+                                         ((3, 2, 2, 5), 8, torch.float64)):
+        k = torch.randn(B, g_heads, T, d, generator=g, dtype=dtype)
+        cases.append(Case((k, h), label=f"k {(B, g_heads, T, d)}, n_heads={h}, "
+                                        f"{str(dtype)[6:]}"))
     return cases
 
 
@@ -126,6 +152,13 @@ def check_repeat_kv(repeat_kv) -> Verdict:
     """Chapter 14, exercise: `repeat_kv(k, n_heads)`: k (B, n_kv_heads, T, d_head) ->
     (B, n_heads, T, d_head), where query head j gets key/value head j // (n_heads / n_kv_heads):
     consecutive query heads share a key/value head (lib's and Hugging Face's layout).
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    group sizes 2, 3 and 4 with several key/value heads (tiled order 0, 1, 0, 1 by
+    repeat, cat or j % g; a factor 2 written in; the group read from another axis);
+    one key/value head (multi-query) and as many as the queries (no repeat needed);
+    batch, length and width all different from the head counts (the wrong axis);
+    float32 and float64 (the dtype, exact).
     """
     mistakes = [
         Mistake(
@@ -184,7 +217,13 @@ def _reference_kv_bytes(n_layers, n_heads, n_kv_heads, d_head, bytes_per_value):
 def check_kv_bytes_per_token(kv_bytes_per_token) -> Verdict:
     """Chapter 14, exercise: `kv_bytes_per_token(n_layers, n_heads, n_kv_heads, d_head,
     bytes_per_value)`, an int: the bytes a KV cache adds for each token of a sequence.
-    Any integer type is accepted; a float is not."""
+    Any integer type is accepted; a float is not.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    n_kv_heads below n_heads with group sizes 2, 3, 4 and 8 (query heads counted,
+    divided by the group, d_model per head), and equal to it; 2 and 4 bytes per value
+    (bytes left out, bits); several layer counts (one layer only, layers added); sizes
+    whose product is not a multiple of 1024 (KiB instead of bytes)."""
     cases = [Case(s, label="n_layers={}, n_heads={}, n_kv_heads={}, d_head={}, bytes={}".format(*s))
              for s in _KV_SIZES]
     mistakes = [
@@ -222,7 +261,12 @@ LADDER_CHANGES = ("RMSNorm", "rotary", "SwiGLU", "GQA", "no biases")
 
 def check_ladder_prediction(prediction) -> Verdict:
     """Chapter 14, prediction prompt: which change lowers the held-out bits per byte the
-    most at this scale? One of `LADDER_CHANGES`. Checks the form only: the runs answer."""
+    most at this scale? One of `LADDER_CHANGES`. Checks the form only: the runs answer.
+    None is the prompt's empty default: not yet a prediction, said as such."""
+    if prediction is None:
+        return Verdict(False, f"no prediction yet: set my_biggest_gain to one of "
+                              f"{list(LADDER_CHANGES)} before you run the ladder.",
+                       mistake="no prediction yet")
     if not isinstance(prediction, str) or prediction not in LADDER_CHANGES:
         return Verdict(False, f"✗ my_biggest_gain must be one of {list(LADDER_CHANGES)}, "
                               f"got {prediction!r}.", mistake="not one of the changes")
@@ -234,6 +278,8 @@ def reveal_ladder_prediction(prediction, gains: dict) -> str:
     gains in bits per byte (positive = the change lowered the loss). The answer
     counts only if the same change gains most on every seed."""
     verdict = check_ladder_prediction(prediction)
+    if prediction is None:
+        return "No prediction was recorded (my_biggest_gain is None): the gains above answer."
     if not verdict:
         return verdict.message
     if set(gains) != set(LADDER_CHANGES):
