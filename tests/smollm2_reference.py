@@ -81,7 +81,7 @@ def hf_model():
 @functools.lru_cache(maxsize=1)
 def lib_model():
     """`lib.load_smollm2()` once per session: (model, tokenizer)."""
-    from lib.model.llama import load_smollm2
+    from lib.interop.llama_gguf import load_smollm2
 
     gguf_path()
     return load_smollm2()

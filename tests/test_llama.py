@@ -1,4 +1,4 @@
-"""lib.model.llama: SmolLM2-135M-Instruct loaded from the course's GGUF file into `lib`'s
+"""lib.interop.llama_gguf + lib.model.llama: SmolLM2-135M-Instruct loaded from the course's GGUF file into `lib`'s
 `ModernDecoder` gives the logits of Hugging Face's LlamaForCausalLM loaded from the same
 file (offline), generates the same greedy chat answer with and without the KV cache, and
 the tests fail on a wrong dequantizer, a wrong rotary pairing and a wrong GQA repeat."""
@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from smollm2_reference import gguf_path, hf_model, lib_model
 
 import lib
-from lib.model.llama import half_to_interleaved, interleaved_to_half, llama_config, load_llama_gguf
+from lib.interop.llama_gguf import llama_config, load_llama_gguf
+from lib.model.llama import half_to_interleaved, interleaved_to_half
 from lib.model.modern import GroupedQueryAttention
 
 TOL = 5e-4  # max |Δ logit| against the reference (logits reach about 33)

@@ -20,6 +20,7 @@ from lib.interop.gguf import (
     read_gguf,
     smollm2_path,
 )
+from lib.interop.llama_gguf import llama_config, load_llama_gguf, load_smollm2
 from lib.interop.torch_nn import copy_decoder_layer_to_torch, copy_encoder_layer_to_torch, copy_mha_to_torch
 
 __all__ = [
@@ -39,4 +40,7 @@ __all__ = [
     "dequantize_tensor",
     "read_gguf",
     "smollm2_path",
+    "llama_config",
+    "load_llama_gguf",
+    "load_smollm2",
 ]

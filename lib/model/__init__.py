@@ -88,22 +88,24 @@ __all__ += [
     "rotary_tables",
 ]
 
-# A pretrained Llama-architecture model read from a GGUF file (chapter 15).
+# The Llama architecture (chapter 15); reading a GGUF file into it is lib.interop.llama_gguf.
 from lib.model.llama import (  # noqa: E402
     half_to_interleaved,
     interleaved_to_half,
-    llama_config,
-    load_llama_gguf,
-    load_smollm2,
 )
 
 __all__ += [
     "half_to_interleaved",
     "interleaved_to_half",
-    "llama_config",
-    "load_llama_gguf",
-    "load_smollm2",
 ]
+
+
+def __getattr__(name: str):  # lib.model.load_smollm2 etc., moved to lib.interop.llama_gguf
+    from lib.model import llama
+
+    if name in llama.MOVED_TO_INTEROP:
+        return getattr(llama, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Looking inside a model (chapter 16): hook points' tensors, where two models differ.
 from lib.model.inspect import (  # noqa: E402
@@ -123,3 +125,17 @@ __all__ += [
     "hook_names",
     "run_with_cache",
 ]
+
+# Generating text (chapter 17): the offset causal mask, chunked prefill, int8/bf16 weights.
+from lib.model.chunked import chunked_logits, offset_causal_mask, top_left_mask  # noqa: E402
+
+__all__ += ["chunked_logits", "offset_causal_mask", "top_left_mask"]
+from lib.model.quantized import (  # noqa: E402
+    Int8Embedding,
+    Int8Linear,
+    int8_blocks,
+    quantize_int8,
+    weight_bytes,
+)
+
+__all__ += ["Int8Embedding", "Int8Linear", "int8_blocks", "quantize_int8", "weight_bytes"]
