@@ -163,6 +163,35 @@ def test_ablate_heads_in_modern_decoder_equals_zeroed_columns():
     torch.testing.assert_close(ablated, want)
 
 
+def test_mean_ablation_equals_the_mean_folded_into_w_o():
+    """mean_over: head h outputs its mean z over other inputs, the same as W_O without
+    h's columns plus those columns times the mean, added as a bias."""
+    model, x = _decoder(), _tokens()
+    other = _tokens(seed=7, B=5)
+    heads = [(1, 3), (0, 1)]
+    with torch.no_grad(), ablate_heads(model, heads, mean_over=other):
+        ablated = model(x)
+    _, cache = run_with_cache(model, other)
+    surgery = copy.deepcopy(model)
+    d = D // H
+    with torch.no_grad():
+        for layer, h in heads:
+            mean = cache[f"layers.{layer}.self_attn.hook_z"][:, :, h, :].mean(dim=(0, 1))
+            w_o = surgery.layers[layer].self_attn.w_o
+            cols = w_o.weight[:, h * d:(h + 1) * d]
+            w_o.bias += cols @ mean
+            cols.zero_()
+        want = surgery(x)
+        with ablate_heads(model, heads):
+            zeroed = model(x)
+    torch.testing.assert_close(ablated, want)
+    assert not torch.allclose(ablated, zeroed, atol=1e-4)  # the mean is not zero
+    assert not any(p._forward_hooks for p in model.modules())
+    with pytest.raises(TypeError, match="mean_over"):
+        with ablate_heads(model, heads, mean_over=other.float()):
+            pass
+
+
 def test_bad_input():
     model = _decoder()
     with pytest.raises(ValueError, match="names"):

@@ -252,11 +252,16 @@ def attention_hook(model: nn.Module, layer: int, hook: str = "hook_z") -> str:
 
 
 @contextlib.contextmanager
-def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]):
+def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]], *,
+                 mean_over: torch.Tensor | None = None):
     """Inside the ``with`` block, the listed (layer, head) pairs output zero.
 
     Each head's slice of ``hook_z`` (its output before W_O) is set to zero, so
     W_O receives nothing from it: zero-ablation. The hooks go when the block ends.
+
+    mean_over  token ids (B, T): instead of zero, each head outputs its mean
+               ``hook_z`` over these inputs (every sequence and position), an output
+               the model does see in use (mean-ablation; chapter 16, section 5).
     """
     _require_module("model", model)
     by_layer: dict[int, list[int]] = {}
@@ -274,16 +279,36 @@ def ablate_heads(model: nn.Module, heads: Iterable[tuple[int, int]]):
         if bad:
             raise ValueError(f"heads: layer {layer} has no head {bad[0]} (it has {n_heads})")
         targets.append((modules[name], sorted(set(hs))))
+    means = [0.0] * len(targets)
+    if mean_over is not None:
+        if not isinstance(mean_over, torch.Tensor) or mean_over.dtype != torch.long \
+                or mean_over.dim() != 2 or mean_over.numel() == 0:
+            raise TypeError("mean_over: expected a non-empty int64 tensor of token ids (B, T)")
+        seen: list = [None] * len(targets)
 
-    def zero(hs):
+        def keep(i):
+            def hook(module, inputs, z):
+                seen[i] = z.detach().mean(dim=(0, 1))  # (h, d_head)
+            return hook
+
+        handles = [p.register_forward_hook(keep(i)) for i, (p, _) in enumerate(targets)]
+        try:
+            with torch.no_grad():
+                model(mean_over)
+        finally:
+            for h in handles:
+                h.remove()
+        means = [m[hs] for m, (_, hs) in zip(seen, targets)]
+
+    def replace(hs, value):
         def hook(module, inputs, z):  # z: (B, T, h, d_head)
             z = z.clone()
-            z[:, :, hs, :] = 0.0
+            z[:, :, hs, :] = value
             return z
 
         return hook
 
-    handles = [p.register_forward_hook(zero(hs)) for p, hs in targets]
+    handles = [p.register_forward_hook(replace(hs, m)) for (p, hs), m in zip(targets, means)]
     try:
         yield model
     finally:

@@ -17,6 +17,7 @@ from lib.teach.exercises import (
     text_table,
 )
 from lib.teach.figures import describe_figure, figure_alt
+from lib.teach.next_tokens import next_tokens, next_tokens_table, plot_next_tokens
 from lib.teach.plots import plot_heatmap
 from lib.teach.scaling import retrieval_run, score_gradients
 
@@ -26,6 +27,9 @@ __all__ = [
     "Mistake",
     "Verdict",
     "check_function",
+    "next_tokens",
+    "next_tokens_table",
+    "plot_next_tokens",
     "conv_stack",
     "depends_on",
     "graph_depth",
@@ -119,9 +123,11 @@ from lib.teach.results import RESULT_MIME, check_band, glue  # noqa: E402  (run 
 
 __all__ += ["RESULT_MIME", "check_band", "glue"]
 
-from lib.teach.extrapolation import PatternRun, repeating, train_pattern_model  # noqa: E402  (chapter 6)
+from lib.teach.extrapolation import (  # noqa: E402  (chapter 6)
+    PatternRun, dominant_period, repeating, train_pattern_model,
+)
 
-__all__ += ["PatternRun", "repeating", "train_pattern_model"]
+__all__ += ["PatternRun", "dominant_period", "repeating", "train_pattern_model"]
 
 from lib.teach.induction import (  # noqa: E402  (chapter 16)
     AttentionOnlyModel,

@@ -24,9 +24,10 @@ digit (``\p{N}``) is first cut off on its own, then GPT-2's regular expression
 (contractions, letters, numbers, other symbols, spaces) cuts the pieces between
 the digits. The digits end up one token each either way (the merge list holds
 no pair of digits), but the chunks *around* them change: in ``"x   1"`` GPT-2's
-``\s+(?!\S)`` alone leaves the last space for a chunk of its own
-(``'x', '  ', ' ', '1'``), while with the digits cut off first the run of spaces
-is a piece by itself and stays whole (``'x', '   ', '1'``). ``gpt2`` (and a file
+expression alone gives the last space to the digit (``'x', '  ', ' 1'``; no merge
+joins a space and a digit, so the tokens are ``'x', '  ', ' ', '1'``), while with
+the digits cut off first the run of spaces is a piece by itself and stays whole
+(``'x', '   ', '1'``). ``gpt2`` (and a file
 without the key) means GPT-2's expression alone; other types are refused.
 
 A byte with no token of its own (SmolLM2's vocabulary lacks 21 of the 256,

@@ -50,6 +50,14 @@ def check_induction_score(induction_score) -> Verdict:
     ``length`` tokens written twice. The score of a head is its mean attention from
     each query q of the second copy (q >= T - length) to key q - length + 1, the
     token after the query's earlier occurrence, over the batch and those queries.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    0, 1 and 3 tokens before the two copies (code that assumes no BOS, or counts
+    queries from the start); B != h in every case (averaging over the heads instead
+    of the batch); dense random causal patterns, so that every off-by-one diagonal
+    (the duplicate-token diagonal, the previous-token one) and every query too many
+    or too few moves the score; float32 and float64 patterns (the dtype must be
+    kept). tests/test_checkers_catalogue_15_16.py feeds it 12 wrong solutions.
     """
     offset_hint = (
         "Query q repeats the token at q - length; the induction head looks one further, at the "
@@ -100,6 +108,12 @@ def check_zero_head(zero_head) -> Verdict:
 
     z (B, T, h, d_head) is what ``hook_z`` sees: every head's output before W_O.
     The result is a new tensor; the input is left as it was.
+
+    Input classes, each in the cases: the first head (0: a 1-based index wraps to
+    the last), a middle head and the last head (zeroing from `head` onwards); B, T,
+    h and d_head of different sizes (the wrong axis); float32 and float64 (dtype
+    kept); an input that must come back unchanged (zeroed in place).
+    tests/test_checkers_catalogue_15_16.py feeds it 8 wrong solutions.
     """
     mistakes = [
         Mistake("zeroed a position instead of a head",

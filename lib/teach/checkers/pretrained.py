@@ -238,7 +238,16 @@ def _check(fn, name: str, cases, mistakes, reference, width: int, type_name: str
 def check_dequantize_q8_0(dequantize_q8_0, on_file: bool = True, path=None) -> Verdict:
     """The chapter's exercise: `dequantize_q8_0(blocks)`, uint8 (n_blocks, 34) to float32
     (n_blocks, 32): w = d·q with d the float16 scale (bytes 0-1), q int8 (bytes 2-33).
-    With `on_file`, also every Q8_0 tensor of SmolLM2's file against ``gguf``."""
+    With `on_file`, also every Q8_0 tensor of SmolLM2's file against ``gguf``.
+
+    Input classes that separate right from plausible-wrong code, each in the cases
+    (1, 3 and 17 read-only blocks): a zero scale and a float16 subnormal scale (a
+    scale value-converted or read from other bytes); the int8 extremes -128 and 127
+    (values read unsigned, or one byte off); negative and positive scales (a
+    big-endian scale); several blocks (the scale broadcast on the wrong axis, a
+    flattened result); the result's dtype float32 exactly (float16/float64 refused)
+    and shape (n_blocks, 32). Bit-for-bit comparison catches a float16 product.
+    tests/test_checkers_catalogue_15_16.py feeds it 11 wrong solutions."""
     return _check(dequantize_q8_0, "dequantize_q8_0", _q8_0_cases(), _Q8_0_MISTAKES,
                   _q8_0_reference, 34, "Q8_0", on_file, path)
 
@@ -247,7 +256,15 @@ def check_dequantize_q4_1(dequantize_q4_1, on_file: bool = True, path=None) -> V
     """The chapter's exercise: `dequantize_q4_1(blocks)`, uint8 (n_blocks, 20) to float32
     (n_blocks, 32): w = d·q + m, d and m float16 (bytes 0-1, 2-3), q four bits (bytes 4-19,
     low nibbles = weights 0-15, high nibbles = weights 16-31). With `on_file`, also every
-    Q4_1 tensor of SmolLM2's file against ``gguf``."""
+    Q4_1 tensor of SmolLM2's file against ``gguf``.
+
+    Input classes, each in the cases (1, 3 and 17 read-only blocks): all sixteen
+    four-bit values in one block, so that every nibble matters (nibble order, low
+    nibbles twice, values centred like Q4_0, bytes signed before shifting); a zero
+    and a subnormal scale beside negative minimums (minimum forgotten, subtracted,
+    inside the product, swapped with the scale); bit-for-bit float32 (arithmetic in
+    float16); dtype and shape exact. tests/test_checkers_catalogue_15_16.py feeds it
+    11 wrong solutions."""
     return _check(dequantize_q4_1, "dequantize_q4_1", _q4_1_cases(), _Q4_1_MISTAKES,
                   _q4_1_reference, 20, "Q4_1", on_file, path)
 
@@ -260,11 +277,19 @@ def _weights(rows: int, cols: int) -> int:
     return rows * cols
 
 
+def _not_answered(name: str) -> Verdict:
+    """The neutral verdict on the placeholder None: nothing right or wrong shown yet."""
+    return Verdict(False, f"No answer yet: replace None in {name} with yours and run the cell.",
+                   mistake="no answer yet")
+
+
 def check_q4_1_bytes(my_q4_bytes, rows: int = 1536, cols: int = 576):
     """Chapter 15, exercise 3: Q4_1's bytes for a rows × cols matrix, 20 bytes per 32 weights
-    (a float16 scale, a float16 minimum, 16 bytes of 4-bit values)."""
+    (a float16 scale, a float16 minimum, 16 bytes of 4-bit values). None: no answer yet."""
     from lib.teach.checkers._numbers import check_number
 
+    if my_q4_bytes is None:
+        return _not_answered("my_q4_bytes")
     blocks = _weights(rows, cols) // 32
     return check_number(my_q4_bytes, 20 * blocks, atol=0.5, what="size in Q4_1, in bytes",
                         name="my_q4_bytes", slips={
@@ -277,9 +302,11 @@ def check_q4_1_bytes(my_q4_bytes, rows: int = 1536, cols: int = 576):
 
 
 def check_q4_1_bits(my_q4_bits):
-    """Chapter 15, exercise 3: Q4_1's bits per weight, 20 · 8 / 32 = 5."""
+    """Chapter 15, exercise 3: Q4_1's bits per weight, 20 · 8 / 32 = 5. None: no answer yet."""
     from lib.teach.checkers._numbers import check_number
 
+    if my_q4_bits is None:
+        return _not_answered("my_q4_bits")
     return check_number(my_q4_bits, 5.0, atol=1e-3, what="number of bits per weight in Q4_1",
                         name="my_q4_bits", slips={
         "4 bits exactly: the scale and minimum left out": (
@@ -291,9 +318,12 @@ def check_q4_1_bits(my_q4_bits):
 
 
 def check_f32_bytes(my_f32_bytes, rows: int = 1536, cols: int = 576):
-    """Chapter 15, exercise 3: the same matrix in float32, 4 bytes a weight."""
+    """Chapter 15, exercise 3: the same matrix in float32, 4 bytes a weight. None: no
+    answer yet."""
     from lib.teach.checkers._numbers import check_number
 
+    if my_f32_bytes is None:
+        return _not_answered("my_f32_bytes")
     n = _weights(rows, cols)
     return check_number(my_f32_bytes, 4 * n, atol=0.5, what="size in float32, in bytes",
                         name="my_f32_bytes", slips={
@@ -338,7 +368,11 @@ _ROPE_PAIRING_SLIPS = {
 def check_rope_pairing_prediction(my_pairing_prediction) -> Verdict:
     """Chapter 15, "Predict first": one letter of `ROPE_PAIRING_CHOICES`. Right for "d"
     (the chapter measures a logit difference above 1 and changed predictions); for
-    each other letter the slip it stands for, by name."""
+    each other letter the slip it stands for, by name. None (the placeholder the
+    chapter stores) is no prediction yet: a neutral reminder that gives nothing away."""
+    if my_pairing_prediction is None:
+        return Verdict(False, "No prediction yet: replace None with one letter, 'a' to 'd', "
+                       "and run the cell.", mistake="no prediction yet")
     if not isinstance(my_pairing_prediction, str):
         raise TypeError(f"my_pairing_prediction must be one letter, 'a' to 'd', got "
                         f"{type(my_pairing_prediction).__name__} {my_pairing_prediction!r}")
