@@ -5,6 +5,7 @@ from lib.teach.checkers import (
     complexity,
     efficient,
     feed_forward,
+    generating,
     heads,
     induction,
     language_model,
@@ -22,6 +23,7 @@ from lib.teach.checkers.attention import *  # noqa: F403
 from lib.teach.checkers.complexity import *  # noqa: F403
 from lib.teach.checkers.efficient import *  # noqa: F403
 from lib.teach.checkers.feed_forward import *  # noqa: F403
+from lib.teach.checkers.generating import *  # noqa: F403
 from lib.teach.checkers.heads import *  # noqa: F403
 from lib.teach.checkers.induction import *  # noqa: F403
 from lib.teach.checkers.language_model import *  # noqa: F403
@@ -40,7 +42,7 @@ __all__ = [
     for module in (
         rnn_attention, attention, worked_examples, heads, feed_forward,
         positions, layers, training, complexity, efficient, tokenization,
-        language_model, translation, pretrained, modern, induction,
+        language_model, translation, pretrained, modern, induction, generating,
     )
     for name in module.__all__
 ]
