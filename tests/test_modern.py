@@ -388,3 +388,43 @@ def test_bad_input_names_the_argument():
         model(torch.zeros(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match=r"cache must be a KVCache\(2\)"):
         model(torch.zeros(1, 3, dtype=torch.long), cache=lib.KVCache(3))
+
+
+# ---------------------------------------------------------------- chapter 14's position controls
+
+
+def test_nope_model_sees_positions_only_through_the_mask():
+    """position="none", one layer: swapping two earlier tokens leaves the last position's
+    logits unchanged (its attention is a weighted sum over a set), which a learned or
+    rotary model does not; and the model has no position table at all."""
+    torch.manual_seed(0)
+    kw = dict(vocab_size=V, d_model=D, n_layers=1, n_heads=H, n_kv_heads=G, d_ff=FF, max_len=32)
+    tokens = torch.randint(0, V, (1, 10))
+    swapped = tokens.clone()
+    swapped[0, [0, 3]] = tokens[0, [3, 0]]
+    assert tokens[0, 0] != tokens[0, 3]
+    for position, invariant in (("none", True), ("rotary", False), ("learned", False)):
+        torch.manual_seed(1)
+        model = ModernDecoder(ModernConfig(position=position, **kw)).eval()
+        with torch.no_grad():
+            same = torch.allclose(model(tokens)[0, -1], model(swapped)[0, -1], atol=1e-5)
+        assert same == invariant, position
+    nope = ModernDecoder(ModernConfig(position="none", **kw))
+    assert not [n for n, _ in nope.named_parameters() if n.startswith("pos")]
+    assert all(b.attn.rope_base is None for b in nope.blocks)
+
+
+def test_position_scale_scales_the_sinusoidal_table_only():
+    kw = dict(vocab_size=V, d_model=D, n_layers=1, n_heads=H, n_kv_heads=G, d_ff=FF, max_len=16)
+    plain = ModernDecoder(ModernConfig(position="sinusoidal", **kw))
+    scaled = ModernDecoder(ModernConfig(position="sinusoidal", position_scale=0.25, **kw))
+    assert torch.equal(scaled.pos.pe, plain.pos.pe * 0.25)
+    # chapter 6's table has rows of norm sqrt(d/2); 1/sqrt(d/2) brings them to 1
+    unit = ModernDecoder(ModernConfig(position="sinusoidal", position_scale=(D / 2) ** -0.5,
+                                      **kw))
+    assert torch.allclose(plain.pos.pe.norm(dim=-1), torch.full((16,), (D / 2) ** 0.5))
+    assert torch.allclose(unit.pos.pe.norm(dim=-1), torch.ones(16))
+    with pytest.raises(ValueError, match="position_scale scales the added sinusoidal"):
+        ModernDecoder(ModernConfig(position="learned", position_scale=0.5, **kw))
+    with pytest.raises(ValueError, match="position_scale must be positive"):
+        ModernDecoder(ModernConfig(position="sinusoidal", position_scale=0.0, **kw))

@@ -138,6 +138,28 @@ def test_train_rung_learns_is_reproducible_and_scores_in_bits_per_byte():
     assert a.kv_bytes_per_token == 2 * 1 * 1 * 8 * 4 and a.tokens_per_second > 0
 
 
+def test_train_rung_curve_scores_along_the_run_without_changing_it():
+    """eval_at (chapter 14's budget study, bench/rotary_budget.py): held-out bits per
+    byte at the given steps and at the end; the training is the same as without it."""
+    train, heldout, text = tiny_data()
+    name, config = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1,
+                                         d_ff=32, max_len=16)[2]
+    kw = dict(steps=40, batch_size=8, seed=1)
+    plain = ladder.train_rung(name, config, train, heldout, text, **kw)
+    curved = ladder.train_rung(name, config, train, heldout, text, eval_at=(10, 20), **kw)
+    assert curved.losses == plain.losses and curved.bits_per_byte == plain.bits_per_byte
+    assert [s for s, _ in curved.curve] == [10, 20, 40] and plain.curve == [(40, plain.bits_per_byte)]
+    assert curved.curve[-1][1] == plain.bits_per_byte
+    torch.manual_seed(1)  # the run's start
+    untrained = ladder.bits_per_byte(ladder.heldout_nats(lib.ModernDecoder(config), heldout),
+                                     text)
+    points = [b for _, b in curved.curve]
+    assert untrained > max(points) and len(set(points)) == 3  # scored as it learns
+    for bad, error in (((0,), ValueError), ((41,), ValueError), (10, TypeError), ("10", TypeError)):
+        with pytest.raises(error, match="eval_at"):
+            ladder.train_rung(name, config, train, heldout, text, eval_at=bad, **kw)
+
+
 def test_run_ladder_is_independent_of_the_process_count():
     train, heldout, text = tiny_data()
     rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,

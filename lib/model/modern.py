@@ -70,7 +70,7 @@ __all__ = [
 
 PAIRINGS = ("interleaved", "half")
 NORMS = ("layer", "rms")
-POSITIONS = ("learned", "sinusoidal", "rotary")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 FFNS = ("relu", "gelu", "swiglu")
 
 
@@ -347,6 +347,8 @@ class ModernConfig:
     ``norm="layer", position="learned", ffn="gelu", bias=True, n_kv_heads=n_heads``.
     ``rope_pairing`` (not part of the 2017/Llama choice list) says which
     feature pairs rotary embeddings rotate: "interleaved" (GGUF) or "half" (Hugging Face).
+    ``position="none"`` gives the model no position signal but the causal mask (NoPE,
+    chapter 14's control; Kazemnejad et al. 2023).
     """
 
     vocab_size: int = 256
@@ -357,7 +359,7 @@ class ModernConfig:
     d_ff: int = 172
     norm: str = "rms"  # "layer" (LayerNorm) or "rms" (RMSNorm)
     norm_first: bool = True  # pre-norm; False: the 2017 post-norm
-    position: str = "rotary"  # "learned", "sinusoidal" (added to the input) or "rotary"
+    position: str = "rotary"  # "learned", "sinusoidal" (added to the input), "rotary", "none"
     rope_base: float = 10000.0
     ffn: str = "swiglu"  # "relu", "gelu" (two matrices) or "swiglu" (three)
     bias: bool = False  # biases in every linear map and norm
@@ -365,6 +367,10 @@ class ModernConfig:
     norm_eps: float = 1e-5
     max_len: int = 512
     rope_pairing: str = "interleaved"
+    # factor on the added sinusoidal table (position="sinusoidal" only); 1 is chapter 6's
+    # table, whose rows have norm sqrt(d_model / 2); chapter 14's fair control uses
+    # 1 / sqrt(d_model / 2), the norm of the token rows at initialisation
+    position_scale: float = 1.0
 
     def build(self) -> "ModernDecoder":
         return ModernDecoder(self)
@@ -383,6 +389,10 @@ def _check_config(c: ModernConfig) -> None:
     _require_choice("rope_pairing", c.rope_pairing, PAIRINGS)
     require_number("rope_base", c.rope_base, positive=True)
     require_number("norm_eps", c.norm_eps, positive=True)
+    require_number("position_scale", c.position_scale, positive=True)
+    if c.position_scale != 1.0 and c.position != "sinusoidal":
+        raise ValueError(f"position_scale scales the added sinusoidal table; position="
+                         f"{c.position!r} has none, so it must stay 1.0, got {c.position_scale}")
     if c.d_model % c.n_heads:
         raise ValueError(f"d_model={c.d_model} is not divisible by n_heads={c.n_heads}")
     if c.n_heads % c.n_kv_heads:
@@ -446,13 +456,14 @@ class ModernBlock(nn.Module):
 class _AddedPositions(nn.Module):
     """Learned or sinusoidal vectors added to the token embeddings at positions offset..offset+T-1."""
 
-    def __init__(self, kind: str, d_model: int, max_len: int):
+    def __init__(self, kind: str, d_model: int, max_len: int, scale: float = 1.0):
         super().__init__()
         self.kind, self.max_len = kind, max_len
         if kind == "learned":
             self.embedding = nn.Embedding(max_len, d_model)
         else:
-            self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+            table = sinusoidal_positional_encoding(max_len, d_model)
+            self.register_buffer("pe", table * scale if scale != 1.0 else table, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.shape[1]
@@ -462,7 +473,8 @@ class _AddedPositions(nn.Module):
 
 
 class _RotaryPositions(nn.Module):
-    """Nothing is added to the input: positions enter inside attention (rotary)."""
+    """Nothing is added to the input: positions enter inside attention (rotary), or
+    nowhere (position="none": only the causal mask tells the model where it is)."""
 
     def __init__(self, max_len: int):
         super().__init__()
@@ -491,8 +503,8 @@ class ModernDecoder(nn.Module):
         self.d_model = c.d_model
         self.n_heads = c.n_heads
         self.embed = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos = _RotaryPositions(c.max_len) if c.position == "rotary" else _AddedPositions(
-            c.position, c.d_model, c.max_len)
+        self.pos = (_RotaryPositions(c.max_len) if c.position in ("rotary", "none")
+                    else _AddedPositions(c.position, c.d_model, c.max_len, c.position_scale))
         self.blocks = nn.ModuleList(ModernBlock(c) for _ in range(c.n_layers))
         self.final_norm = _make_norm(c) if c.norm_first else nn.Identity()
         self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -186,6 +186,7 @@ class RungResult:
     tokens_per_second: float  # training tokens (B · T per step) per wall-clock second
     kv_bytes_per_token: int  # from the formula, float32
     losses: list
+    curve: list = field(default_factory=list)  # (step, held-out bits per byte) at eval_at
 
 
 def lm_optimizer(model, steps, lr, warmup):
@@ -207,28 +208,40 @@ def lm_optimizer(model, steps, lr, warmup):
 
 def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout: LMBatch,
                heldout_text: str, *, steps: int, batch_size: int = 32, seed: int = 0,
-               lr: float = 3e-3, warmup: int = 50, device=None) -> RungResult:
+               lr: float = 3e-3, warmup: int = 50, device=None, eval_at=()) -> RungResult:
     """Train `config` from seed `seed` on random windows of `train_ids` (the same
     windows for every rung of that seed) and score it on `heldout`, whose
     predicted characters are `heldout_text`, on `device` ("cpu", "cuda", a
     torch.device; None is the CPU). The initial weights and the windows come from
-    the CPU's generators, then move to `device`."""
+    the CPU's generators, then move to `device`.
+
+    ``eval_at``: steps (1 .. steps) after which the held-out bits per byte are also
+    measured, kept in ``result.curve`` as (step, bits per byte), the last step
+    always included (chapter 14's budget study, ``bench/rotary_budget.py``).
+    Scoring draws no random numbers, so the training is the same with or without."""
     if not isinstance(config, ModernConfig):
         raise TypeError(f"config must be a lib.ModernConfig, got {type(config).__name__}")
     require_positive_int("steps", steps)
     require_positive_int("batch_size", batch_size)
     require_number("lr", lr, positive=True)
     device = require_device("device", device)
+    if isinstance(eval_at, (str, bytes)) or not hasattr(eval_at, "__iter__"):
+        raise TypeError(f"eval_at must be a sequence of steps, got {type(eval_at).__name__}")
+    eval_at = sorted(set(eval_at) | {steps})
+    for step in eval_at:
+        require_positive_int("eval_at", step)
+        if step > steps:
+            raise ValueError(f"eval_at holds step {step}, past the run's {steps} steps")
     torch.manual_seed(seed)
     model = ModernDecoder(config).to(device)
     opt, schedule = lm_optimizer(model, steps, lr, warmup)
     g = torch.Generator().manual_seed(1000 + seed)
     batches = [random_windows(train_ids, config.max_len, batch_size, generator=g).to(device)
                for _ in range(steps)]
-    losses = []
+    losses, curve, scoring = [], [], 0.0
     model.train()
     start = time.perf_counter()
-    for batch in batches:
+    for step, batch in enumerate(batches, start=1):
         loss = batch.loss(model)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -236,14 +249,19 @@ def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout
         opt.step()
         schedule.step()
         losses.append(loss.item())
-    seconds = time.perf_counter() - start  # loss.item() waited for every step
+        if step in eval_at and step < steps:
+            began = time.perf_counter()
+            curve.append((step, bits_per_byte(heldout_nats(model, heldout), heldout_text)))
+            scoring += time.perf_counter() - began  # not training time
+    seconds = time.perf_counter() - start - scoring  # loss.item() waited for every step
     nats = heldout_nats(model, heldout)
+    curve.append((steps, bits_per_byte(nats, heldout_text)))
     return RungResult(
         name=name, seed=seed, d_ff=config.d_ff, parameters=model.count_parameters(),
         non_embedding=non_embedding_parameters(model), heldout_nats=nats,
         bits_per_byte=bits_per_byte(nats, heldout_text),
         tokens_per_second=steps * batch_size * config.max_len / seconds,
-        kv_bytes_per_token=kv_bytes_per_token(config), losses=losses,
+        kv_bytes_per_token=kv_bytes_per_token(config), losses=losses, curve=curve,
     )
 
 
