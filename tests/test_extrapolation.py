@@ -1,6 +1,8 @@
 """Chapter 6's extrapolation experiment (lib/teach/extrapolation.py) and the bad inputs of
 chapters 5-6's modules: each expected value is written out by hand here."""
 
+import math
+
 import pytest
 import torch
 
@@ -96,3 +98,29 @@ def test_feed_forward_refuses_a_0d_tensor():
 def test_sinusoidal_module_refuses_an_unknown_layout():
     with pytest.raises(ValueError, match="layout must be 'interleaved' or 'concat'"):
         lib.SinusoidalPositionalEncoding(8, max_len=4, layout="halves")
+
+
+def test_dominant_period_finds_a_planted_rhythm_and_refuses_bad_input():
+    t = torch.arange(48, dtype=torch.float64)
+    for period in (2 * math.pi, 5.0, 9.5):
+        values = 0.5 + 0.4 * torch.cos(2 * math.pi * t / period + 1.0)
+        assert abs(lib.dominant_period(values) - period) < 0.05
+    with pytest.raises(ValueError, match="values"):
+        lib.dominant_period(torch.zeros(2))
+    with pytest.raises(ValueError, match="shortest"):
+        lib.dominant_period(torch.zeros(10), shortest=5.0, longest=4.0)
+
+
+def test_lookup_reads_the_top_key_of_the_most_focused_head():
+    run = lib.train_pattern_model("sinusoidal", 0, steps=2, test_len=20, test_batch=4)
+    att = torch.zeros_like(run.last_attention)  # (B, h, 19, 19)
+    for q in range(att.shape[2]):
+        att[:, 0, q, 0] = 0.4  # head 0: vague, always key 0
+        att[:, 1, q, (q + 1) % 5] = 0.9  # head 1: sure, the first period's right key
+    run.last_attention = att
+    assert run.top_keys(5, 8).tolist() == [1, 2, 3]
+    assert run.lookup(5, 15) == (1.0, 1.0)
+    queries, w0 = run.weight_on_first_by_query()
+    assert queries[0] == run.train_len - 1 and torch.all(w0 >= 0.4)
+    with pytest.raises(ValueError):
+        run.top_keys(8, 5)

@@ -25,7 +25,7 @@ from torch import nn
 
 from lib.model.families import DecoderOnlyModel
 
-__all__ = ["PatternRun", "repeating", "train_pattern_model"]
+__all__ = ["PatternRun", "dominant_period", "repeating", "train_pattern_model"]
 
 VOCAB = 20  # token ids 1..19 in the patterns; 0 is never used
 
@@ -117,6 +117,54 @@ class PatternRun:
         return float(w.max())
 
 
+    def weight_on_first_by_query(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Last layer, past the training length: for each query (train_len - 1 on), the
+        largest (over heads) mean weight on key 0. Returns (queries, weights), both 1-D."""
+        q0 = self.train_len - 1
+        w = self.last_attention[:, :, q0:, 0].mean(0).max(0).values  # (n_queries,)
+        return torch.arange(q0, q0 + w.shape[0]), w
+
+    def top_keys(self, first: int, stop: int | None = None) -> torch.Tensor:
+        """For each query in first .. stop - 1: the key with the largest weight in the head
+        whose largest weight is highest (weights averaged over the test batch), 1-D int64."""
+        n = self.last_attention.shape[-2]
+        stop = n if stop is None else stop
+        if not 0 <= first < stop <= n:
+            raise ValueError(f"need 0 <= first < stop <= {n}, got first={first}, stop={stop}")
+        keys = []
+        for q in range(first, stop):
+            row = self.attention_row(q)  # (h, q + 1)
+            keys.append(int(row[int(row.max(1).values.argmax())].argmax()))
+        return torch.tensor(keys)
+
+    def lookup(self, first: int, stop: int | None = None) -> tuple[float, float]:
+        """Queries first .. stop - 1: the share whose top key (`top_keys`) lies in the
+        first period (keys 0 .. period - 1), and the share whose top key holds the token
+        to predict there ((query + 1) mod period, as every test sequence repeats)."""
+        keys = self.top_keys(first, stop)
+        queries = torch.arange(first, first + keys.shape[0])
+        in_first = keys < self.period
+        right = keys % self.period == (queries + 1) % self.period
+        return float(in_first.double().mean()), float(right.double().mean())
+
+
+def dominant_period(values: torch.Tensor, shortest: float = 3.0, longest: float = 24.0,
+                    n: int = 4000) -> float:
+    """The period (in samples) of the strongest sinusoid in `values` (1-D, mean removed),
+    scanned on `n` periods from `shortest` to `longest`: a periodogram on a fine grid.
+    Chapter 6: the rhythm of the sinusoidal model's weight on key 0."""
+    if not isinstance(values, torch.Tensor) or values.dim() != 1 or values.numel() < 4:
+        raise ValueError("values must be a 1-D tensor of at least 4 numbers")
+    if not 2 <= shortest < longest:
+        raise ValueError(f"need 2 <= shortest < longest, got {shortest}, {longest}")
+    x = values.double() - values.double().mean()
+    t = torch.arange(x.numel(), dtype=torch.float64)
+    periods = torch.linspace(shortest, longest, n, dtype=torch.float64)
+    angle = 2 * torch.pi * t[None, :] / periods[:, None]  # (n, len)
+    power = (x * torch.cos(angle)).sum(1) ** 2 + (x * torch.sin(angle)).sum(1) ** 2
+    return float(periods[int(power.argmax())])
+
+
 def train_pattern_model(positional: str = "sinusoidal", seed: int = 0, *, steps: int = 300,
                         train_len: int = 16, test_len: int = 64, batch_size: int = 32,
                         test_batch: int = 256, period: int = 5) -> PatternRun:
@@ -125,7 +173,8 @@ def train_pattern_model(positional: str = "sinusoidal", seed: int = 0, *, steps:
     of `train_len` tokens, then test it on `test_batch` sequences of `test_len`.
 
     `seed` seeds the initialisation (torch.manual_seed) and the data generator.
-    With ``positional="learned"`` rows train_len .. 127 of the table never get a gradient.
+    With ``positional="learned"`` rows train_len - 1 .. 127 of the table never get a
+    gradient (the inputs are the first train_len - 1 tokens, positions 0 .. train_len - 2).
     It runs on one thread (and restores the thread count): the model is too small to
     gain from more, and one thread is fastest on a busy machine.
     """
