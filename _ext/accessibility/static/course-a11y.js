@@ -9,8 +9,8 @@
 // And for narrow screens: an inline formula wider than its column gets the class
 // course-wide-math, with which course-a11y.css lets it scroll inside its own box;
 // a notebook figure drawn much wider than its column (two panels side by side) gets the
-// class course-wide-figure, with which course-layout.css keeps it legible on a phone,
-// scrolling inside its output box (made focusable, so the arrow keys scroll it too).
+// class course-wide-figure on a phone: it is shown whole, fitted to the column, with a
+// link under it to the image at full size.
 // The list button at the top right of the article (sphinx-book-theme's) opens the page's
 // table of contents, which course-layout.css makes a drawer at every width: the theme
 // binds only the navigation bar's own (hidden) button, so a click is passed on to it.
@@ -67,20 +67,23 @@
   }
 
   function markWideFigures() {
+    // Phones (issue 35): a figure much wider than the column is shown whole, fitted to the
+    // column (no sideways scrolling, nothing cut off), with a link under it that opens the
+    // image at its drawn size, where the phone zooms into its labels.
     const narrow = window.matchMedia("(max-width: 600px)").matches;
     for (const img of document.querySelectorAll(".bd-article .cell_output > img")) {
       const box = img.parentElement;
       const wide = narrow && img.naturalWidth > 1.25 * box.clientWidth;
       img.classList.toggle("course-wide-figure", wide);
-      box.classList.toggle("course-figure-scroll", wide);
-      if (wide) {
-        box.setAttribute("tabindex", "0");
-        box.setAttribute("role", "group");
-        box.setAttribute("aria-label", "Figure, scrolls sideways");
-      } else if (box.getAttribute("aria-label") === "Figure, scrolls sideways") {
-        box.removeAttribute("tabindex");
-        box.removeAttribute("role");
-        box.removeAttribute("aria-label");
+      let link = box.querySelector(":scope > a.course-figure-full");
+      if (wide && !link) {
+        link = document.createElement("a");
+        link.className = "course-figure-full";
+        link.href = img.currentSrc || img.src;
+        link.textContent = "Open this figure at full size";
+        img.insertAdjacentElement("afterend", link);
+      } else if (!wide && link) {
+        link.remove();
       }
     }
   }
