@@ -15,8 +15,10 @@ import torch
 from lib.model.layers import PositionwiseFeedForward
 from lib.teach.checkers._dtypes import with_exact_dtype
 from lib.teach.checking import Case, Mistake, Verdict, check_function
+from lib.teach.exercises import CheckResult, check_answer
 
-__all__ = ["check_feed_forward", "check_ffn_parameter_count"]
+__all__ = ["check_feed_forward", "check_ffn_parameter_count", "check_ffn_row", "check_big_ffn",
+           "big_ffn_figures"]
 
 
 def _feed_forward_cases() -> list[Case]:
@@ -149,3 +151,71 @@ def check_ffn_parameter_count(ffn_parameter_count) -> Verdict:
         _integral_as_int(ffn_parameter_count), _reference_parameter_count, cases, mistakes,
         name="ffn_parameter_count",
     )
+
+
+# ---------------------------------------------------------------------------
+# The on-paper questions (exercises 3 and 5): the exact values stay in lib, so
+# that the chapter's cell shows neither the answer nor the slips that imply it.
+# ---------------------------------------------------------------------------
+
+
+def _not_answered(name: str, exact) -> CheckResult:
+    return CheckResult(False, f"Not answered yet: replace None in {name} with your answer.",
+                       torch.as_tensor(exact, dtype=torch.float64).reshape(1, -1))
+
+
+def check_ffn_row(my_row, w1, b1, w2, b2, x=(2.0, -1.0)) -> CheckResult:
+    """Chapter 5, exercise 3: FFN(x) by hand with the worked example's weights.
+
+    Slips named: b_2 left out, b_1 left out, W_1 used by its columns. ``None`` is
+    "not answered yet".
+    """
+    w1, b1, w2, b2 = (torch.as_tensor(t, dtype=torch.float64) for t in (w1, b1, w2, b2))
+    row = torch.tensor([x], dtype=torch.float64)
+    if w1.dim() != 2 or w1.shape[0] != row.shape[1] or w1.shape[1] != w2.shape[0]:
+        raise ValueError(f"w1 must be ({row.shape[1]}, d_ff) and w2 (d_ff, d_model), got "
+                         f"{tuple(w1.shape)} and {tuple(w2.shape)}")
+    exact = torch.relu(row @ w1 + b1) @ w2 + b2
+    if my_row is None:
+        return _not_answered("my_ffn_row", exact)
+    return check_answer(my_row, exact, what=f"FFN({list(x)})", slips={
+        "b_2 left out": (exact - b2, "Did you add b_2 last?"),
+        "b_1 left out": (torch.relu(row @ w1) @ w2 + b2, "Did you add b_1 before the ReLU?"),
+        "W_1 applied as a column-vector matrix": (
+            torch.relu(row @ w1.T + b1) @ w2 + b2,
+            "x is a row: x W_1 sums x_i times row i of W_1. Did you use W_1's columns?"),
+    })
+
+
+def big_ffn_figures(d_model: int = 1024, d_ff: int = 4096, n_heads: int = 16) -> tuple[int, int]:
+    """Chapter 5, exercise 5: (parameters of one FFN sub-layer, of one encoder layer), counted
+    from `lib`'s modules."""
+    from lib.model.transformer import EncoderLayer
+
+    def count(module):
+        return sum(p.numel() for p in module.parameters())
+
+    with torch.random.fork_rng(devices=[]):
+        return (count(PositionwiseFeedForward(d_model, d_ff)),
+                count(EncoderLayer(d_model, n_heads, d_ff)))
+
+
+def check_big_ffn(my_count, my_share, d_model: int = 1024, d_ff: int = 4096,
+                  n_heads: int = 16) -> tuple[CheckResult, CheckResult]:
+    """Chapter 5, exercise 5: the big model's FFN parameter count and its share of an
+    encoder layer. Slips named: biases left out, one bias only; FFN over attention, a
+    decoder layer's share (0.5). ``None`` is "not answered yet"."""
+    ffn, layer = big_ffn_figures(d_model, d_ff, n_heads)
+    no_bias = 2 * d_model * d_ff
+    count = _not_answered("my_big_ffn", ffn) if my_count is None else check_answer(
+        my_count, ffn, 0.5, "count", slips={
+            "biases left out": (no_bias, "Each Linear has a bias: how many entries each?"),
+            "one bias only": (no_bias + d_ff, "Both Linears have a bias, b_1 and b_2."),
+        })
+    share = _not_answered("my_big_share", ffn / layer) if my_share is None else check_answer(
+        my_share, ffn / layer, 0.005, "share", slips={
+            "FFN over attention": (ffn / (layer - ffn - 4 * d_model),  # 2 LayerNorms
+                                   "The fraction is of the whole layer, FFN included."),
+            "a decoder layer's share": (0.5, "An encoder layer has one attention, not two."),
+        })
+    return count, share
