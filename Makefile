@@ -27,7 +27,7 @@ export OMP_NUM_THREADS ?= 2
 export MPLBACKEND := module://matplotlib_inline.backend_inline
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install test-lab data lock expected-results check-my-results test-announce record-times test-cpus
+.PHONY: book test test-lib test-notebooks test-avx2 test-site execute clean distclean install lab lab-install test-lab data lock expected-results check-my-results test-announce record-times test-cpus assignment grade
 
 install: $(STAMP) data
 
@@ -51,6 +51,19 @@ $(STAMP): requirements.lock requirements-cuda.lock pyproject.toml
 	$(BIN)/python -m pip check
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	touch $(STAMP)
+
+# For instructors (book/instructors.md): a chapter as an nbgrader assignment, made from the
+# committed chapter into assignments/source/ and assignments/release/ (every chapter without
+# CHAPTER=N); and every notebook under SUBMISSIONS graded, each in its own contained process,
+# into GRADEBOOK/gradebook.csv and gradebook.html.
+CHAPTER ?=
+SUBMISSIONS ?= submissions
+GRADEBOOK ?= gradebook
+assignment: $(STAMP)
+	$(BIN)/python tools/grading/assignment.py $(if $(CHAPTER),--chapter $(CHAPTER)) --out assignments
+
+grade: $(STAMP)
+	$(BIN)/python tools/grading/grade.py $(SUBMISSIONS) --out $(GRADEBOOK) $(if $(CHAPTER),--chapter $(CHAPTER))
 
 # Re-resolve requirements.txt and requirements-lab.txt into the locks (needs `uv`:
 # `pip install uv`); commit requirements.lock and requirements-cuda.lock with the change.
