@@ -9,6 +9,7 @@ from lib.train.dates import (
     format_source,
     format_target,
     make_date_split,
+    read_target,
     sample_pairs,
 )
 from lib.train.decoding import (
@@ -29,6 +30,13 @@ from lib.train.generate import (
 )
 from lib.train.gguf_tokenizer import GGUFTokenizer
 from lib.train.sampling import chi_square_test, generate_sampled, sample, sampler_probs
+from lib.train.speculative import (
+    SpeculativeResult,
+    early_exit_draft,
+    speculative_accept,
+    speculative_generate,
+    truncate_cache,
+)
 from lib.train.ngram import ngram_nats
 from lib.train.training import (
     FitResult,
@@ -53,6 +61,11 @@ __all__ = [
     "sample",
     "generate_sampled",
     "chi_square_test",
+    "SpeculativeResult",
+    "early_exit_draft",
+    "speculative_accept",
+    "speculative_generate",
+    "truncate_cache",
     "BOS",
     "EOS",
     "PAD",
@@ -64,6 +77,7 @@ __all__ = [
     "DateSplit",
     "format_source",
     "format_target",
+    "read_target",
     "make_date_split",
     "sample_pairs",
     "beam_search",
