@@ -19,12 +19,14 @@ from lib.model.layers import PositionwiseFeedForward
 from lib.model.transformer import DecoderLayer, EncoderLayer
 from lib.model.inspect import compare_layers
 from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, _clone, check_function
+from lib.teach.exercises import CheckResult, check_answer
 
 __all__ = [
     "check_post_ln_encoder_layer",
     "check_pre_ln_encoder_layer",
     "check_decoder_self_attention_mask",
     "check_post_ln_decoder",
+    "check_layer_norm_row",
 ]
 
 
@@ -138,7 +140,18 @@ def _shared_mistakes(layer) -> list[Mistake]:
         "Each sub-layer has its own LayerNorm with its own gain and bias: norm1 goes with the "
         "attention, norm2 with the FFN."
     )
+    def inverted(attn, x, mask):  # PyTorch's nn.MultiheadAttention: True = forbidden
+        return attn(x, x, x, mask=None if mask is None else ~mask)
+
     return [
+        Mistake(
+            "mask inverted (PyTorch's convention, True = forbidden)",
+            "lib's masks are True where attention is *allowed*; PyTorch's attn_mask for "
+            "nn.MultiheadAttention uses True = forbidden. Did you pass ~mask (or build "
+            "the mask the PyTorch way)?",
+            lambda x, attn, ffn, norm1, norm2, mask=None: layer(x, attn, ffn, norm1, norm2, mask,
+                                                                 inverted),
+        ),
         Mistake(
             "mask not passed to the attention (only the padded cases differ)",
             "Call attn(q, k, v, mask=mask): without it the padding keys get attention weight.",
@@ -383,7 +396,10 @@ def check_decoder_self_attention_mask(decoder_self_attention_mask) -> Verdict:
         Mistake(
             "padding masks the queries (rows) instead of the keys (columns)",
             "The pad positions must be hidden as *keys*: shape (B, 1, 1, m), i.e. "
-            "(tgt != pad_id)[:, None, None, :], not [:, None, :, None].",
+            "(tgt != pad_id)[:, None, None, :]. Did you (also) hide them as queries, "
+            "[:, None, :, None]? With right padding and the causal mask, hiding them as "
+            "queries only and as queries and keys give the same mask: either way whole "
+            "query rows become fully masked.",
             lambda tgt, pad_id: (tgt != pad_id)[:, None, :, None] & _tril(tgt.shape[1]),
         ),
         Mistake(
@@ -576,3 +592,22 @@ def check_post_ln_decoder(post_ln_decoder) -> Verdict:
     cases = _decoder_cases()
     verdict = check_function(post_ln_decoder, _decoder_reference, cases, mistakes, name="post_ln_decoder")
     return _locate(verdict, post_ln_decoder, _decoder_reference, cases, _decoder_modules_of)
+
+
+def check_layer_norm_row(my_row, row=(2.0, 4.0, 6.0, 8.0)) -> CheckResult:
+    """Chapter 7, exercise 5: LayerNorm of `row` (gain 1, bias 0, no ε) by hand, to four
+    decimals. Slips named: not divided by the standard deviation, divided by the
+    variance, the unbiased variance (n - 1). ``None`` is "not answered yet"."""
+    x = torch.tensor([row], dtype=torch.float64)
+    centred = x - x.mean()
+    exact = F.layer_norm(x, (x.shape[1],), eps=0.0)
+    if my_row is None:
+        return CheckResult(False, "Not answered yet: replace None in my_layer_norm with your "
+                           "answer.", exact)
+    return check_answer(my_row, exact, 1e-4, "LayerNorm", slips={
+        "not divided by the standard deviation": (centred, "Divide by sqrt(variance)."),
+        "divided by the variance": (centred / centred.pow(2).mean(),
+                                    "Divide by the square root of it."),
+        "the unbiased variance (n - 1)": (centred / centred.std(),
+                                          "LayerNorm's variance divides by n, not n - 1."),
+    })
