@@ -7,6 +7,7 @@ import random
 import pytest
 import torch
 
+import lib
 from lib import DATE_VOCAB, MONTHS, CharVocab, format_source, format_target, make_batch, make_date_split, sample_pairs
 
 
@@ -110,3 +111,12 @@ def test_sampling_without_replacement_bad_arguments():
     with pytest.raises(TypeError):
         sample_pairs(dates, 3, random.Random(0), replace="no")
     assert len(sample_pairs(dates, 10, random.Random(0), replace=False)) == 10
+
+
+def test_read_target_reads_back_what_the_model_wrote():
+    assert lib.read_target("November 1, 2019") == (11, 1, 2019)
+    assert lib.read_target("December 12, 1550") == (12, 12, 1550)
+    assert lib.read_target("Decem 1, 205") == (0, 1, 205)  # no month name, a digit missing
+    assert lib.read_target("hello") == (0, 0, 0)
+    with pytest.raises(TypeError, match="text"):
+        lib.read_target(None)

@@ -29,6 +29,7 @@ __all__ = [
     "DATE_VOCAB",
     "format_source",
     "format_target",
+    "read_target",
     "DateSplit",
     "make_date_split",
     "sample_pairs",
@@ -60,6 +61,24 @@ def format_source(date: datetime.date, zero_pad: bool = True) -> str:
 def format_target(date: datetime.date) -> str:
     """English long form, "March 7, 2019"."""
     return f"{MONTHS[date.month - 1]} {date.day}, {date.year}"
+
+
+def read_target(text: str) -> tuple[int, int, int]:
+    """(month, day, year) read back from a model's "March 7, 2019"-style output (chapter 8).
+
+    Each field is 0 where the text has none: a month name that is not one of
+    `MONTHS`, a day or a year without digits. A year with a digit missing reads as
+    the digits there are ("205" gives 205). Used to quote what the model wrote for
+    an input outside the task.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    name, _, rest = text.partition(" ")
+    month = MONTHS.index(name) + 1 if name in MONTHS else 0
+    day_text, _, year_text = rest.partition(",")
+    day, year = (int(digits) if (digits := "".join(c for c in part if c.isdigit())) else 0
+                 for part in (day_text, year_text))
+    return month, day, year
 
 
 @dataclass(frozen=True)
