@@ -219,7 +219,7 @@ def _run(jobs: list[dict], release, protect: list[str]) -> tuple[dict, str]:
     with tempfile.TemporaryDirectory(prefix="grade-") as folder:
         read_fd, write_fd = os.pipe()
         job["result_fd"] = write_fd
-        env = {"PATH": "/usr/bin:/bin", "HOME": folder, "MPLBACKEND": "Agg",
+        env = {"PATH": "/usr/bin:/bin", "HOME": folder, "TMPDIR": folder, "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": folder, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
                "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
         with open(Path(folder, "stdout.txt"), "wb") as log:
