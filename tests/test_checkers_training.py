@@ -8,6 +8,7 @@ implementation written here independently, which must be recognised by name.
 import math
 
 import pytest
+import numpy as np
 import torch
 
 import lib
@@ -44,8 +45,13 @@ NOAM_WRONG = {
 def test_noam_checker_passes_solutions_and_reports_a_stub():
     assert lib.check_noam_lr(noam_ok)
     assert lib.check_noam_lr(lambda s, d, w: lib.noam_lr(s, d, w))
-    # a tensor answer of one element is fine too
-    assert lib.check_noam_lr(lambda s, d, w: torch.tensor(noam_ok(s, d, w), dtype=torch.float64))
+    # the prompt asks for a Python float: a 0-d tensor or a NumPy scalar is refused, named
+    for wrap in (lambda x: torch.tensor(x, dtype=torch.float64), np.float32, np.float64):
+        verdict = lib.check_noam_lr(lambda s, d, w, wrap=wrap: wrap(noam_ok(s, d, w)))
+        if wrap is np.float64:  # a subclass of float: it is a Python float
+            assert verdict
+        else:
+            assert not verdict and "must return a Python float" in verdict.message
     verdict = lib.check_noam_lr(stub)
     assert not verdict and NOT_IMPLEMENTED in verdict.message
 

@@ -54,7 +54,13 @@ def _noam_formula(step, d_model, warmup, exponent=-1.5, pick=min, scale=True):
 def check_noam_lr(noam_lr) -> Verdict:
     """Chapter 8, exercise: `noam_lr(step, d_model, warmup_steps)`, steps counted from 1.
 
-    lrate = d_model^(-0.5) · min(step^(-0.5), step · warmup_steps^(-1.5)); returns a float.
+    lrate = d_model^(-0.5) · min(step^(-0.5), step · warmup_steps^(-1.5)); returns a
+    Python float (a NumPy scalar or a 0-d tensor is refused, naming the type).
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    step 1 and 2 (off-by-one counting), steps before, at and just after the peak
+    (min against max, the rising term's exponent), long after it (the decay), and
+    three values of d_model (the d_model^(-0.5) factor and its sign).
     """
     mistakes = [
         Mistake(
@@ -87,7 +93,17 @@ def check_noam_lr(noam_lr) -> Verdict:
             lambda s, d, w: d**0.5 * min(s**-0.5, s * w**-1.5),
         ),
     ]
-    return check_function(noam_lr, _noam_lr, _noam_cases(), mistakes, name="noam_lr")
+    if not callable(noam_lr):
+        raise TypeError(f"the checker needs your function itself, got {type(noam_lr).__name__}")
+
+    def python_float(step, d_model, warmup_steps):
+        rate = noam_lr(step, d_model, warmup_steps)
+        if not isinstance(rate, float):  # np.float32, a 0-d tensor, an int
+            raise TypeError(f"noam_lr must return a Python float, got {type(rate).__name__} "
+                            f"{rate!r}: wrap the result in float(...)")
+        return rate
+
+    return check_function(python_float, _noam_lr, _noam_cases(), mistakes, name="noam_lr")
 
 
 # ---------------------------------------------------------------------------
@@ -182,6 +198,13 @@ def check_label_smoothed_loss(label_smoothed_loss) -> Verdict:
     0-d tensor, as ``F.cross_entropy(..., label_smoothing=, ignore_index=)``
     does; the exercise is to write it from the formula, so a function that
     calls ``F.cross_entropy`` or ``nn.CrossEntropyLoss`` is refused.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    3-D (B, m, |V|) and 2-D (N, |V|) logits (a wrong reduction axis); PAD targets
+    scattered in, and a pad_id other than 0 (a PAD test against 0, PAD in the mean);
+    two smoothing values and two vocabulary sizes (ε/|V| against ε/(|V| - 1));
+    float32 and float64 (the dtype kept); logits of scale 60 whose exp overflows
+    float32 (softmax-then-log, raw logits).
     """
     cases = _smoothing_cases()
     if callable(label_smoothed_loss) and _calls_cross_entropy(label_smoothed_loss, cases):
@@ -292,6 +315,12 @@ def check_beam_step(beam_step) -> Verdict:
     ``beam_size`` best extensions over all beam_size·|V| candidates of a row,
     the hypothesis each extends (parent) and the token it adds. parent and
     token are int64 tensors (they index): a float parent fails, named.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    rows whose best extensions come from several parents (only hypothesis 0
+    extended, each hypothesis's own best), running scores that differ between
+    hypotheses (scores left out), |V| not a multiple of beam_size (parent and token
+    from the wrong divisor), more than one row (a flattened batch).
     """
 
     def own_best(scores, log_probs, beam_size):
@@ -479,12 +508,17 @@ def _greedy_cases() -> list[Case]:
 def _greedy_variant(model, src, max_len, bos_id, eos_id, pad_id, *, done_mask=True,
                     keep_bos=False, src_mask=True, tgt_pad_mask=False, early_stop=True,
                     causal=True):
-    """The reference loop and each named mistake, by switching one thing off."""
+    """The reference loop and each named mistake, by switching one thing off.
+
+    ``src_mask``: True (both), False (neither), "encode" or "decode" (one of the two).
+    """
     from lib.model.attention import causal_mask
 
     s_mask = (src != pad_id)[:, None, None, :] if src_mask else None
+    e_mask = s_mask if src_mask in (True, "encode") else None
+    d_mask = s_mask if src_mask in (True, "decode") else None
     with torch.no_grad():
-        memory = model.encode(src, src_mask=s_mask)
+        memory = model.encode(src, src_mask=e_mask)
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
         done = torch.zeros(src.shape[0], dtype=torch.bool)
         for _ in range(max_len):
@@ -492,7 +526,7 @@ def _greedy_variant(model, src, max_len, bos_id, eos_id, pad_id, *, done_mask=Tr
             t_mask = causal_mask(t)[None, None] if causal else None
             if tgt_pad_mask:
                 t_mask = t_mask & (ys != pad_id)[:, None, None, :]
-            logits = model.decode(ys, memory, src_mask=s_mask, tgt_mask=t_mask)[:, -1]
+            logits = model.decode(ys, memory, src_mask=d_mask, tgt_mask=t_mask)[:, -1]
             next_id = logits.argmax(-1)
             if done_mask:
                 next_id = next_id.masked_fill(done, pad_id)
@@ -517,6 +551,12 @@ def check_greedy_decode(greedy_decode) -> Verdict:
     every row has emitted EOS (or after max_len tokens). Checked on random
     float64 `lib.Transformer`s (rows that end at different steps, padded
     sources, BOS = PAD in two cases) against `lib.greedy_decode`.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    rows that end at different steps and one that never ends (the done-mask, the
+    early stop, max_len); right-padded sources (the source mask, to encode and to
+    decode); BOS = PAD (a target mask built from pad_id); pad_id and eos_id other
+    than 0 and 2 (hard-coded ids).
     """
     mistakes = [
         Mistake(
@@ -538,6 +578,20 @@ def check_greedy_decode(greedy_decode) -> Verdict:
             "src_mask = (src != pad_id)[:, None, None, :] to model.encode *and* to "
             "model.decode (the cross-attention)?",
             lambda *a: _greedy_variant(*a, src_mask=False),
+        ),
+        Mistake(
+            "no source padding mask",
+            "Your source mask reaches model.encode but not model.decode, so the "
+            "cross-attention still reads the padded positions. Did you pass src_mask to "
+            "model.decode as well?",
+            lambda *a: _greedy_variant(*a, src_mask="encode"),
+        ),
+        Mistake(
+            "no source padding mask",
+            "Your source mask reaches model.decode but not model.encode, so the encoder's "
+            "self-attention still mixes the padded positions into the memory. Did you "
+            "pass src_mask to model.encode as well?",
+            lambda *a: _greedy_variant(*a, src_mask="decode"),
         ),
         Mistake(
             "target mask built from pad_id, which hides BOS when BOS = PAD",
@@ -605,6 +659,9 @@ def _run_steps(step_fn):
         losses, weights = [], []
         for step, batch in enumerate(_step_batches(seed, n_steps)):
             torch.manual_seed(1000 * seed + step)  # the same dropout masks for every version
+            # The model arrives in eval mode, as after the chapter's loop evaluates: a
+            # train_step must switch dropout on itself (model.train()).
+            model.eval()
             loss = step_fn(model, batch, optimizer, smoothing, _STEP_PAD)
             if isinstance(loss, torch.Tensor):
                 loss = loss.item()
@@ -627,10 +684,11 @@ def _reference_step(model, batch, optimizer, smoothing, pad_id):
 
 
 def _step_variant(model, batch, optimizer, smoothing, pad_id, *, zero_grad="before",
-                  target="tgt_out", reads="tgt_in", ignore_pad=True):
+                  target="tgt_out", reads="tgt_in", ignore_pad=True, train_mode=True):
     from lib.train.training import label_smoothed_nll
 
-    model.train()
+    if train_mode:
+        model.train()
     logits = model(batch.src, getattr(batch, reads), src_mask=batch.src_mask,
                    tgt_mask=batch.tgt_mask)
     loss = label_smoothed_nll(logits, getattr(batch, target), smoothing,
@@ -653,6 +711,14 @@ def check_train_step(train_step) -> Verdict:
     PAD targets left out; then zero the gradients, backward, one optimizer step;
     return the loss as a float. Checked over three steps of a fresh float64 model
     (the losses returned and the weights after each step) against `lib.train_step`.
+
+    Input classes that separate right from plausible-wrong code, each in the cases:
+    - a model handed over in eval mode (before every step, as after the chapter's
+      evaluation): a step without ``model.train()`` trains without dropout;
+    - dropout on (p = 0.1) with the same random stream for every version;
+    - padded targets (every batch has shorter rows), so PAD in the loss shows;
+    - three steps with SGD momentum, so a missing or late ``zero_grad`` shows;
+    - two seeds and two smoothing values (0.1, 0.2).
     """
     if not callable(train_step):
         raise TypeError(f"the checker needs your function itself, got {type(train_step).__name__}")
@@ -689,6 +755,13 @@ def check_train_step(train_step) -> Verdict:
             "the mask target != pad_id)?",
             _run_steps(lambda *a: _step_variant(*a, ignore_pad=False)),
         ),
+        Mistake(
+            "model left in eval mode: no model.train()",
+            "Your step trains without dropout: the model arrives in eval mode (the "
+            "chapter's loop evaluates every 100 steps, and model.eval() stays on). Did you "
+            "call model.train() at the start of the step?",
+            _run_steps(lambda *a: _step_variant(*a, train_mode=False)),
+        ),
     ]
     return check_function(
         _run_steps(train_step), _run_steps(_reference_step), _train_step_cases(), mistakes,
@@ -718,6 +791,12 @@ def _smoothing(smoothing, vocab_size, over=None) -> tuple[float, int, int]:
     return eps, v, k
 
 
+def _not_answered(name: str, exact: float) -> CheckResult:
+    """The verdict on a question the learner has not answered yet (its cell stores None)."""
+    return CheckResult(False, f"Not answered yet: replace None in {name} with your number.",
+                       torch.tensor([[float(exact)]], dtype=torch.float64))
+
+
 def check_peak_ratio(my_ratio, warmup: int = 4000, new_warmup: int = 8000) -> CheckResult:
     """Chapter 8, question 6: the new peak over the old, (new_warmup / warmup)^(-1/2).
 
@@ -725,6 +804,8 @@ def check_peak_ratio(my_ratio, warmup: int = 4000, new_warmup: int = 8000) -> Ch
     """
     w, w2 = _positive_int("warmup", warmup), _positive_int("new_warmup", new_warmup)
     exact = math.sqrt(w / w2)
+    if my_ratio is None:
+        return _not_answered("my_ratio", exact)
     return check_number(my_ratio, exact, atol=5e-4, what="new peak over the old",
                         name="my_ratio", slips={
         "old over new (upside down)": (
@@ -739,6 +820,8 @@ def check_peak_ratio(my_ratio, warmup: int = 4000, new_warmup: int = 8000) -> Ch
 def check_peak_step(my_step, warmup: int = 4000, new_warmup: int = 8000) -> CheckResult:
     """Chapter 8, question 6: the step of the new peak, the end of the new warm-up."""
     w, w2 = _positive_int("warmup", warmup), _positive_int("new_warmup", new_warmup)
+    if my_step is None:
+        return _not_answered("my_step", w2)
     return check_number(my_step, w2, atol=0.5, what="step of the new peak", name="my_step",
                         slips={
         "the old warm-up's end": (w, "Where do the rising and the falling terms meet now?"),
@@ -755,6 +838,8 @@ def check_smoothed_floor(my_floor, smoothing: float = 0.1, vocab_size: int = 42)
     top, rest = 1 - eps + eps / v, eps / v
     floor = -(top * math.log(top) + (v - 1) * rest * math.log(rest))
     spread = -((1 - eps) * math.log(1 - eps) + eps * math.log(eps / (v - 1)))
+    if my_floor is None:
+        return _not_answered("my_floor", floor)
     return check_number(my_floor, floor, atol=1e-3, what="smallest loss per token",
                         name="my_floor", slips={
         "0: no floor": (0.0, "Can a prediction make every term of -Σ q log p vanish when q "
@@ -775,6 +860,8 @@ def check_smoothed_confidence(my_confidence, smoothing: float = 0.1, vocab_size:
     """Chapter 8, question 9: the optimal confidence when ε is spread over `over` classes
     (|V| - 2, PAD and BOS left out): 1 - ε + ε / over, to six decimals."""
     eps, v, k = _smoothing(smoothing, vocab_size, over)
+    if my_confidence is None:
+        return _not_answered("my_confidence", 1 - eps + eps / k)
     return check_number(my_confidence, 1 - eps + eps / k, atol=5e-6, what="optimal confidence",
                         name="my_confidence", slips={
         "ε spread over all |V|": (
