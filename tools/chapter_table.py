@@ -53,7 +53,6 @@ PREREQUISITES: dict[int, list[int]] = {
     14: [6, 11],
     15: [6, 10, 14],
     16: [4, 11, 15],
-    17: [11, 14, 15],  # Generating text (being written): listed once its notebook exists
 }
 
 WORDS_PER_MINUTE = 200
