@@ -29,6 +29,12 @@ def _device_calls():
     }
     # checked first: the empty batch would be refused too, but the device is named
     calls["make_translation_batch"] = lambda: lib.make_translation_batch([], device=BAD_DEVICE)
+    # chapter 17's mask and the GGUF loaders (a path that does not exist: the device is
+    # named before the file is opened)
+    calls["offset_causal_mask"] = lambda: lib.offset_causal_mask(2, 3, device=BAD_DEVICE)
+    calls["load_llama_gguf"] = lambda: lib.interop.llama_gguf.load_llama_gguf(
+        "no-such-file.gguf", device=BAD_DEVICE)
+    calls["load_smollm2"] = lambda: lib.interop.llama_gguf.load_smollm2(device=BAD_DEVICE)
     return calls
 
 

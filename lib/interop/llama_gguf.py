@@ -28,6 +28,8 @@ import os
 import numpy as np
 import torch
 
+from lib._checks import require_device
+
 from lib.interop.gguf import dequantize_q4_1, dequantize_q8_0, dequantize_tensor, read_gguf, smollm2_path
 from lib.model.llama import interleaved_to_half, llama_decoder
 from lib.model.modern import ModernConfig, ModernDecoder
@@ -95,6 +97,7 @@ def load_llama_gguf(path: str | os.PathLike, *, dtype: torch.dtype = torch.float
         raise TypeError(f"dtype: expected a floating-point torch.dtype, got {dtype!r}")
     if pairing not in ("interleaved", "half"):
         raise ValueError(f"pairing: expected 'interleaved' or 'half', got {pairing!r}")
+    device = require_device("device", device)  # before the file is read
     permute = (pairing == "half") if permute is None else permute
     if not isinstance(permute, bool):
         raise TypeError(f"permute: expected a bool or None, got {type(permute).__name__}")
@@ -102,7 +105,7 @@ def load_llama_gguf(path: str | os.PathLike, *, dtype: torch.dtype = torch.float
     config = llama_config(file.metadata, pairing=pairing)
     with torch.device("meta"):  # no random initialisation of 135 M weights to overwrite
         model = llama_decoder(config)
-    model = model.to_empty(device=device or "cpu").to(dtype)
+    model = model.to_empty(device=device).to(dtype)
     model.head.weight = model.embed.weight  # to_empty made two tensors of the tied one
     params = dict(model.named_parameters())  # a tied matrix appears once, as embed.weight
     names = {"token_embd.weight": "embed.weight", "output_norm.weight": "final_norm.weight"}
@@ -138,6 +141,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32, device: str | torch.device 
     `load_llama_gguf`."""
     from lib.train.gguf_tokenizer import GGUFTokenizer  # here: `regex` is needed only now
 
+    device = require_device("device", device)  # before the 98 MB file is read
     path = smollm2_path()
     model = load_llama_gguf(path, dtype=dtype, device=device, **kwargs)
     return model, GGUFTokenizer.from_gguf(read_gguf(path))

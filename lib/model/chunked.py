@@ -20,7 +20,7 @@ import contextlib
 import torch
 import torch.nn.functional as F
 
-from lib._checks import require_int, require_positive_int
+from lib._checks import require_device, require_int, require_positive_int
 from lib.model.kv_cache import KVCache
 
 __all__ = ["offset_causal_mask", "chunked_logits", "top_left_mask"]
@@ -31,6 +31,7 @@ def offset_causal_mask(c: int, p: int, device=None) -> torch.Tensor:
     p + c keys 0 .. p+c-1: True where query i may attend key j, i.e. j <= p + i."""
     require_positive_int("c", c)
     require_int("p", p, minimum=0)
+    device = require_device("device", device)
     return torch.ones(c, p + c, dtype=torch.bool, device=device).tril(diagonal=p)
 
 
