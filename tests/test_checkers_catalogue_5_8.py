@@ -592,10 +592,12 @@ def test_chapter8_right_variants_pass():
     assert lib.check_beam_step(lambda *a: _beam(*a))
 
 
-def test_questions_refuse_the_true_class_term_and_say_when_unanswered():
+def test_smoothed_floor_names_the_true_class_term_and_the_log_of_the_confidence():
     top = 1 - 0.1 + 0.1 / 42
-    assert not lib.check_smoothed_floor(round(-top * math.log(top), 4))
-    assert not lib.check_smoothed_floor(round(-math.log(top), 4))
+    term = lib.check_smoothed_floor(round(-top * math.log(top), 4))
+    assert not term and term.slip == "the true class's term only"
+    log_conf = lib.check_smoothed_floor(round(-math.log(top), 4))
+    assert not log_conf and log_conf.slip == "−log of the optimal confidence, not the entropy"
     for check in (lib.check_peak_ratio, lib.check_peak_step, lib.check_smoothed_floor,
                   lib.check_smoothed_confidence):
         unanswered = check(None)

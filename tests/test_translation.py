@@ -122,14 +122,14 @@ def test_a_small_wheel_is_read_from_the_zip(tmp_path):
 
 
 def test_a_missing_wheel_names_the_install_step(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"make data.*tools/fetch_data\.py"):
+    with pytest.raises(FileNotFoundError, match=r"make data.*python -m lib\.course_data alignments"):
         lib.load_verse_pairs(tmp_path / "nothing.whl")
 
 
 def test_a_corrupt_wheel_is_refused_by_its_checksum(tmp_path):
     path = tmp_path / lib.ALIGNMENT_WHEEL
     path.write_bytes(b"not the wheel")
-    with pytest.raises(ValueError, match=r"SHA-256 mismatch.*delete it and run `make data`"):
+    with pytest.raises(ValueError, match=r"SHA-256 mismatch.*delete it and in a clone of the course run `make data`"):
         lib.load_verse_pairs(path)
 
 

@@ -844,8 +844,11 @@ def check_smoothed_floor(my_floor, smoothing: float = 0.1, vocab_size: int = 42)
                         name="my_floor", slips={
         "0: no floor": (0.0, "Can a prediction make every term of -Σ q log p vanish when q "
                         "itself is not one-hot?"),
+        "−log of the optimal confidence, not the entropy": (
+            -math.log(top), "That is -ln q_y, the true class's loss at the optimum. Is the "
+            "floor not the entropy -Σ q log q, over all |V| classes?"),
         "the true class's term only": (
-            -math.log(top), "The other |V| - 1 classes have a target of ε/|V| too."),
+            -top * math.log(top), "The other |V| - 1 classes have a target of ε/|V| too."),
         "-ln(1 - ε): the true class only, ε/|V| left out": (
             -math.log(1 - eps), "Every class, the true one included, gets ε/|V|."),
         "bits instead of nats": (floor / math.log(2), "The loss uses the natural log."),
