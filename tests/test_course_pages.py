@@ -8,7 +8,7 @@ Commands are read from the pages' code blocks and inline code:
 - `jupyter lab`: only right after an install of JupyterLab (requirements-lab.txt, or `make
   install`, whose lock has it; `.venv/bin/jupyter lab book/` after `make book` once failed);
 - `pip install "name>=a,<b"` and `name==version`: the version the course pins
-  (requirements.lock, or tools/fetch_data.py for the data wheel) satisfies the spec.
+  (requirements.lock, or lib/course_data.py for the data wheel) satisfies the spec.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _pins() -> dict[str, str]:
     lock = (ROOT / "requirements.lock").read_text()
     for name, version in re.findall(r"^([A-Za-z0-9_.\-]+)==([^\s\\;]+)", lock, re.M):
         pins[name.lower().replace("_", "-")] = version
-    fetch = (ROOT / "tools" / "fetch_data.py").read_text()
+    fetch = (ROOT / "lib" / "course_data.py").read_text()
     for name, version in re.findall(r"([a-z][a-z0-9\-]+)==(\d[\w.]*)", fetch):
         pins.setdefault(name, version)
     return pins
