@@ -17,8 +17,10 @@ function staticModel(state) {
   return {
     get: (key) => state[key],
     set(key, value) {
-      state[key] = value;
-      fire(`change:${key}`);
+      // Backbone's two forms: set(name, value) and set({name: value, ...}) in one update
+      const changes = typeof key === "object" && key !== null ? key : { [key]: value };
+      for (const [name, v] of Object.entries(changes)) state[name] = v;
+      for (const name of Object.keys(changes)) fire(`change:${name}`);
       fire("change");
     },
     save_changes() {},

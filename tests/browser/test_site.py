@@ -205,7 +205,9 @@ class NetworkLog:
 
     def local(self, url: str) -> bool:
         parts = urlsplit(url)
-        if parts.scheme in ("data", "blob", "about"):
+        # chrome:// is the browser's own resources (the start page Debian's Chromium 156 opens
+        # before the first navigation asks for its tooltips and icons): never the network
+        if parts.scheme in ("data", "blob", "about", "chrome", "chrome-untrusted"):
             return True
         return parts.scheme == "http" and parts.hostname == self.base.hostname and parts.port == self.base.port
 
