@@ -83,6 +83,8 @@ book: $(STAMP) $(NODE_STAMP)
 # Everything below (test-lib, test-notebooks, test-avx2, test-site), two checks at a
 # time (TEST_JOBS): most chapters pin PyTorch to one thread, so on 2 cores two side by
 # side take about half as long. Each check says when it starts and ends, with its time.
+# The AVX2 runs are left out on a CPU whose own kernels are AVX2 (they would repeat the
+# native runs).
 TEST_JOBS ?= 2
 test: $(STAMP) data $(NODE_STAMP)
 	$(BIN)/python tools/run_tests.py --jobs $(TEST_JOBS) --avx2 "$(TRAINING_NOTEBOOKS)" --fresh "$(FRESH_NOTEBOOKS)" $(NOTEBOOKS)

@@ -183,7 +183,7 @@ def test_make_test_runs_the_fresh_chapters_there_instead_of_in_the_clone():
                              Path("book/15_pretrained_model.ipynb")],
                             [Path("book/11_language_model.ipynb")], lib=False, site=False,
                             fresh=[Path("book/11_language_model.ipynb"),
-                                   Path("book/15_pretrained_model.ipynb")])
+                                   Path("book/15_pretrained_model.ipynb")], native="AVX512")
     names = sorted(c.name for c in checks)
     assert names == ["book/09_why_self_attention.ipynb", "book/11_language_model.ipynb (AVX2)",
                      "fresh environment: 11_language_model 15_pretrained_model"]

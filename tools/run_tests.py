@@ -94,9 +94,25 @@ def threads_env(path: Path) -> dict:
     return dict(PASSIVE) if uses_both_cores(path) else dict(ONE_THREAD)
 
 
+def native_capability() -> str:
+    """The kernels PyTorch picks on this CPU when nothing forces them ("AVX512", "AVX2", ...)."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    out = subprocess.run([sys.executable, "-c", "import torch; "
+                          "print(torch.backends.cpu.get_cpu_capability())"],
+                         capture_output=True, text=True, env=env, check=True)
+    return out.stdout.strip()
+
+
 def plan(notebooks: list[Path], avx2: list[Path], lib: bool, site: bool,
-         fresh: list[Path] = ()) -> list[Check]:
+         fresh: list[Path] = (), native: str | None = None) -> list[Check]:
+    """The checks of `make test`. On a CPU whose own kernels are already AVX2 (`native`,
+    asked of PyTorch when not given) the AVX2 runs would repeat the native ones kernel for
+    kernel, so they are left out (one line says so) and the native run stands for both."""
     checks = []
+    if avx2 and (native if native is not None else native_capability()) == "AVX2":
+        print(f"AVX2 runs of {len(avx2)} chapters left out: this CPU's own kernels are "
+              "AVX2, so the native runs are those runs", flush=True)
+        avx2 = []
     fresh = [p for p in fresh if p in notebooks]
     if fresh:
         checks.append(Check(f"fresh environment: {' '.join(p.stem for p in fresh)}",
