@@ -74,14 +74,10 @@ _SOFTMAXES = (
 
 
 @contextlib.contextmanager
-def _softmax_forbidden():
-    """PyTorch's softmax functions raise `SoftmaxCalled` inside this block."""
-
-    def refuse(*args, **kwargs):
-        raise SoftmaxCalled("the exercise asks for the softmax written with torch.exp; "
-                            "torch.softmax (or .softmax, F.softmax) was called")
-
-    saved = [(owner, name, getattr(owner, name)) for owner, name in _SOFTMAXES]
+def _refusing(owners, refuse):
+    """Each `getattr(owner, name)` of `owners` is `refuse` inside this block, and is
+    restored after it, whatever the learner's code raised."""
+    saved = [(owner, name, getattr(owner, name)) for owner, name in owners]
     try:
         for owner, name, _ in saved:
             setattr(owner, name, refuse)
@@ -89,6 +85,18 @@ def _softmax_forbidden():
     finally:
         for owner, name, original in saved:
             setattr(owner, name, original)
+
+
+@contextlib.contextmanager
+def _softmax_forbidden():
+    """PyTorch's softmax functions raise `SoftmaxCalled` inside this block."""
+
+    def refuse(*args, **kwargs):
+        raise SoftmaxCalled("the exercise asks for the softmax written with torch.exp; "
+                            "torch.softmax (or .softmax, F.softmax) was called")
+
+    with _refusing(_SOFTMAXES, refuse):
+        yield
 
 
 def _shifted_softmax(scores, shift):
@@ -255,14 +263,8 @@ def _attention_forbidden():
     owners = [(owner, name) for owner, name in _ATTENTIONS] + [
         (module, "scaled_dot_product_attention") for module in (lib, lib.model, lib.model.attention)
     ]
-    saved = [(owner, name, getattr(owner, name)) for owner, name in owners]
-    try:
-        for owner, name, _ in saved:
-            setattr(owner, name, refuse)
+    with _refusing(owners, refuse):
         yield
-    finally:
-        for owner, name, original in saved:
-            setattr(owner, name, original)
 
 
 def _called_attention(*args, **kwargs):
