@@ -268,7 +268,7 @@ def test_score_divisor_checker():
 
 @pytest.mark.parametrize("checker, name", [(lib.check_score_variance, "my_variance"),
                                            (lib.check_score_divisor, "my_divisor")])
-@pytest.mark.parametrize("bad", ["256", None, True, [256], torch.tensor([256.0])])
+@pytest.mark.parametrize("bad", ["256", True, [256], torch.tensor([256.0])])  # None: not answered
 def test_score_checkers_refuse_what_is_not_a_number(checker, name, bad):
     with pytest.raises(TypeError, match=name):
         checker(bad)

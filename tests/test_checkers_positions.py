@@ -242,7 +242,7 @@ def test_pe_row_checker():
     assert not lib.check_pe_row([float("nan"), -0.4161, 0.02, 0.9998])
     with pytest.raises(ValueError, match="my_row"):
         lib.check_pe_row([0.9093, -0.4161])
-    for bad in ("0.9093", None, 0.9093, [0.9, "x", 0.0, 1.0], [True, 0, 0, 1]):
+    for bad in ("0.9093", 0.9093, [0.9, "x", 0.0, 1.0], [True, 0, 0, 1]):
         with pytest.raises(TypeError, match="my_row"):
             lib.check_pe_row(bad)
 
@@ -280,7 +280,7 @@ def test_wavelength_checkers():
                            (lib.check_wavelength_ratio, 1.5)):
         assert not checker(value) and checker(value).slip is None
         assert not checker(float("nan"))
-        for bad in ("6.283", None, True, [6.283]):
+        for bad in ("6.283", True, [6.283]):  # None: not answered
             with pytest.raises(TypeError, match="my_"):
                 checker(bad)
     with pytest.raises(ValueError, match="d_model"):

@@ -10,6 +10,11 @@ names it. `check_answer` does the same for any other number grid the chapter
 asks for (a row of W^O's output, say). A NaN entry is never right.
 `compare_table` (not used by a chapter; kept for instructors) prints
 hand-rounded values next to the exact ones.
+
+Predict first: a chapter's answer cell starts as ``my_… = None``, and every
+checker here (and `lib.teach.checkers`' by-hand ones) answers ``None`` with
+`NOT_ANSWERED`, a prompt and no verdict, so the stored page shows no answer,
+right or wrong, before the reader types one.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from lib._checks import shape
 from lib.model.attention import check_qkv, scaled_dot_product_attention
 
 __all__ = [
-    "AttentionSteps", "attention_steps", "CheckResult", "check_answer", "check_attention",
+    "AttentionSteps", "attention_steps", "CheckResult", "NOT_ANSWERED", "check_answer", "check_attention",
     "check_attention_weights", "compare_table", "text_table",
 ]
 
@@ -92,6 +97,14 @@ class CheckResult:
 
     def __str__(self) -> str:
         return self.message
+
+
+NOT_ANSWERED = "Not answered yet: replace None with your answer and run this cell."
+
+
+def not_answered(expected) -> CheckResult:
+    """The result for an answer still ``None``: not right, no verdict, nothing revealed."""
+    return CheckResult(False, NOT_ANSWERED, expected)
 
 
 @dataclass(frozen=True)
@@ -175,13 +188,9 @@ def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal
     ``slips``: the chapter's likely wrong answers, ``{name: (value, hint)}``; an
     answer within ``atol`` of one (and not right) is named with its hint.
     """
-    answer, exact = _as_matrix("answer", answer), _as_matrix("exact", exact)
+    exact = _as_matrix("exact", exact)
     if not atol > 0:
         raise ValueError(f"atol must be positive, got {atol}")
-    if answer.shape != exact.shape:
-        raise ValueError(
-            f"the answer must have the shape of the exact value, {shape(exact)}, got shape {shape(answer)}"
-        )
     if slips is not None and not isinstance(slips, dict):
         raise TypeError(f"slips must be a dict {{name: (value, hint)}}, got {type(slips).__name__}")
     named = []
@@ -192,6 +201,13 @@ def check_answer(answer, exact, atol: float = 1e-2, what: str = "answer", reveal
         if value.shape != exact.shape:
             raise ValueError(f"slips[{name!r}] has shape {shape(value)}, the exact value {shape(exact)}")
         named.append(_Slip(name, item[1], value))
+    if answer is None:  # the chapter's placeholder: not answered yet
+        return not_answered(exact)
+    answer = _as_matrix("answer", answer)
+    if answer.shape != exact.shape:
+        raise ValueError(
+            f"the answer must have the shape of the exact value, {shape(exact)}, got shape {shape(answer)}"
+        )
     return _verdict(what, answer, exact, atol, reveal, named)
 
 
@@ -206,10 +222,12 @@ def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool
     Shapes that do not fit raise ``ValueError`` before anything is computed.
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
-    answer = _as_matrix("answer", answer)
     check_qkv(q, k, v)  # q and k share d_k, k and v share n
     if not atol > 0:
         raise ValueError(f"atol must be positive, got {atol}")
+    if answer is None:  # the chapter's placeholder: not answered yet
+        return not_answered(scaled_dot_product_attention(q, k, v, mask)[0])
+    answer = _as_matrix("answer", answer)
     if answer.shape != (q.shape[0], v.shape[1]):
         raise ValueError(
             f"the output of attention has one row per query and one column per value feature: "
@@ -230,10 +248,12 @@ def check_attention(q, k, v, answer, atol: float = 1e-2, mask=None, reveal: bool
 def check_attention_weights(q, k, answer, atol: float = 1e-2, mask=None, reveal: bool = False) -> CheckResult:
     """Check hand-computed weights softmax(q kᵀ / √d_k), shape (m, n), like `check_attention`."""
     q, k = _as_matrix("q", q), _as_matrix("k", k)
-    answer = _as_matrix("answer", answer)
     check_qkv(q, k, k)
     if not atol > 0:
         raise ValueError(f"atol must be positive, got {atol}")
+    if answer is None:  # the chapter's placeholder: not answered yet
+        return not_answered(scaled_dot_product_attention(q, k, k, mask)[1])
+    answer = _as_matrix("answer", answer)
     if answer.shape != (q.shape[0], k.shape[0]):
         raise ValueError(
             f"the weights have one row per query and one column per key: q is {shape(q)} and "

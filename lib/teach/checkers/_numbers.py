@@ -1,11 +1,12 @@
 """Checking a number the learner computed or predicted by hand (chapters 2, 4, 6, 8, 9).
 
 A chapter's prompt ("what is Var(q·k)?") is followed by a cell ``my_… = …`` whose
-stored value is a common slip, and a checker built on `check_number`: right,
-wrong, or the slip by name with a hint. The answer is not revealed: the
-solution below the prompt gives it. A NaN is never right; anything that is not
-a real number (a string, a bool, None, a list) is refused with a TypeError
-naming the variable, before any comparison.
+stored value is ``None``, and a checker built on `check_number`: not answered
+yet (for ``None``, so the stored page shows no verdict), right, wrong, or the
+slip by name with a hint. The answer is not revealed: the solution below the
+prompt gives it. A NaN is never right; anything else that is not a real number
+(a string, a bool, a list) is refused with a TypeError naming the variable,
+before any comparison.
 
 Tests: the chapters' tests/test_checkers_*.py.
 """
@@ -18,7 +19,7 @@ import numbers
 
 import torch
 
-from lib.teach.exercises import CheckResult
+from lib.teach.exercises import CheckResult, not_answered
 
 __all__: list[str] = []
 
@@ -67,11 +68,15 @@ def check_number(answer, exact: float, *, atol: float, what: str, name: str,
                  slips: dict | None = None) -> CheckResult:
     """Right when |answer - exact| <= atol; else the first slip within atol, by name.
 
+    ``None`` (the chapter's placeholder) gets `NOT_ANSWERED`, with no verdict.
+
     ``slips``: ``{slip name: (its value, a hint)}``, the likely wrong answers of the
     prompt; a slip whose value is within atol of the exact one is never named.
     """
-    value = real_number(name, answer)
     expected = torch.tensor([[float(exact)]], dtype=torch.float64)
+    if answer is None:  # the chapter's placeholder: not answered yet
+        return not_answered(expected)
+    value = real_number(name, answer)
     if math.isnan(value):
         return CheckResult(False, f"Wrong: {name} is NaN, and a NaN is never right.", expected)
     if abs(value - exact) <= atol:

@@ -333,7 +333,7 @@ def check_previous_word(my_features, output) -> CheckResult:
     "the" = e_0, "mat" = -e_0, "on" = e_3.
     """
     exact = _hand_output(output)[0, 5, :4]
-    return check_answer(real_vector("my_features", my_features, 4), exact, atol=0.05, what="features 0-3 at 'mat'", slips={
+    return check_answer(None if my_features is None else real_vector("my_features", my_features, 4), exact, atol=0.05, what="features 0-3 at 'mat'", slips={
         "the word of 'mat' itself": (
             [-1.0, 0.0, 0.0, 0.0], "Head 0's query at position 5 points one position back."),
         "the word two back, 'on'": (
@@ -348,7 +348,7 @@ def check_same_word_position(my_position, output) -> CheckResult:
     (positions 0 and 4) and passes on their position parts (cos iθ, sin iθ), θ = 45°.
     """
     exact = _hand_output(output)[0, 4, 4:6]
-    return check_answer(real_vector("my_position", my_position, 2), exact, atol=0.05, what="features 4-5 at the second 'the'",
+    return check_answer(None if my_position is None else real_vector("my_position", my_position, 2), exact, atol=0.05, what="features 4-5 at the second 'the'",
                         slips={
         "its own position only": (
             [-1.0, 0.0], "Both 'the's have the same word vector, so the same score."),

@@ -350,7 +350,7 @@ def check_pe_row(my_row, position: int = 2, d_model: int = 4) -> CheckResult:
     PE(pos, 2i) = sin(pos · 10000^(-2i/d_model)), PE(pos, 2i+1) = cos(the same angle).
     """
     d = _even_width(d_model)
-    answer = real_vector("my_row", my_row, d)
+    answer = None if my_row is None else real_vector("my_row", my_row, d)
     odd_own = lambda j, dd: 10000.0 ** (-j / dd)  # noqa: E731  each dimension its own index
     odd_row = [math.sin(position * odd_own(j, d)) if j % 2 == 0 else
                math.cos(position * odd_own(j, d)) for j in range(d)]
