@@ -137,6 +137,45 @@ def test_bits_per_byte_equals_plain_cross_entropy(saved, tokenizer):
     assert (len(ids) - 1) % 8 != 0  # a tail that fills no window: scored too
 
 
+def strided_bits_per_ids(model, ids, n_bytes, window, stride):
+    """Every target ids[t] (t >= 1) scored one at a time from its own context: for
+    t <= window all of ids[:t], else the window start k·stride with the smallest k
+    whose window reaches t (but no later than the last window, len(ids) - window - 1)."""
+    last = len(ids) - window - 1
+    total = 0.0
+    with torch.no_grad():
+        for t in range(1, len(ids)):
+            start = 0 if t <= window else min(-(-(t - window) // stride) * stride, last)
+            x = torch.tensor(ids[start:t])
+            assert 1 <= len(x) <= window and (t <= window or len(x) >= window - stride + 1)
+            logits = model(x[None])[0, -1].double()
+            total += float(F.cross_entropy(logits[None], torch.tensor([ids[t]])))
+    return total / math.log(2) / n_bytes
+
+
+def test_strided_bits_per_byte_scores_each_target_from_its_window(saved, tokenizer):
+    """stride: overlapping windows, each target scored once with at least window - stride
+    tokens of context after the first window; stride = window is the default scoring."""
+    model, _, _ = saved
+    model.eval()
+    text = TEXT + "Eye of newt, and toe of frog — ça va.\n"
+    ids = tokenizer.encode("\n") + tokenizer.encode(text)
+    n_bytes = len(text.encode("utf-8"))
+    for stride in (1, 3, 4, 7):
+        got = lib.lm_bits_per_byte(model, tokenizer, text, stride=stride)
+        assert got[1:] == (len(ids) - 1, n_bytes)
+        assert got[0] == pytest.approx(strided_bits_per_ids(model, ids, n_bytes, 8, stride),
+                                       rel=1e-6), stride
+    plain = lib.lm_bits_per_byte(model, tokenizer, text)
+    assert lib.lm_bits_per_byte(model, tokenizer, text, stride=8)[0] == pytest.approx(
+        plain[0], rel=1e-6)
+    assert lib.lm_bits_per_byte(model, tokenizer, text, stride=4)[0] != pytest.approx(
+        plain[0], rel=1e-3)  # more context changes the score
+    for bad, error in ((0, ValueError), (9, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="stride"):
+            lib.lm_bits_per_byte(model, tokenizer, text, stride=bad)
+
+
 @pytest.fixture(scope="module")
 def shipped():
     corpus = lib.load_corpus()

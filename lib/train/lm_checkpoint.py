@@ -169,7 +169,8 @@ def load_lm_checkpoint(path, sha256: str, tokenizer=None):
     return model.eval(), stored, payload["recipe"]
 
 
-def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n"):
+def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n", *,
+                    stride: int | None = None):
     """Bits per byte of `model` (a `lib.DecoderOnlyModel` over `tokenizer`'s ids: a
     `lib.BPETokenizer`, or a string of characters, id i being character i) on every
     token of `text`, as chapter 15 scores every course model: `context` (one token,
@@ -177,7 +178,13 @@ def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n"):
     ``max_len + 1`` tokens (`lib.evaluation_windows`); the tokens of the tail that
     fills no window are scored in one more window, the last ``max_len + 1`` tokens.
     The total loss in nats is divided by ln 2 and by the UTF-8 bytes of `text`.
-    Returns (bits per byte, scored tokens, bytes)."""
+    Returns (bits per byte, scored tokens, bytes).
+
+    That way the first targets of every window see 1, 2, 3, ... tokens of context.
+    With ``stride`` (an int, 1 .. ``max_len``) the windows overlap instead: they start
+    0, stride, 2·stride, ... (the last one ends at the text's end), and each scores only
+    the targets no earlier window scored, so after the first window every target sees
+    at least ``max_len - stride`` tokens. ``stride = max_len`` is the default scoring."""
     import math
 
     import torch.nn.functional as F
@@ -201,6 +208,15 @@ def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n"):
     window = context_length(model)
     if ids.numel() < window + 1:
         raise ValueError(f"text: {ids.numel() - 1} tokens, fewer than one window of {window}")
+    if stride is not None:
+        if isinstance(stride, bool) or not isinstance(stride, int):
+            raise TypeError(f"stride must be an int or None, got {type(stride).__name__}")
+        if not 1 <= stride <= window:
+            raise ValueError(f"stride must be between 1 and the model's context {window}, "
+                             f"got {stride}")
+        nats = _strided_nats(model, ids, window, stride)
+        return nats / math.log(2) / len(text.encode("utf-8")), ids.numel() - 1, \
+            len(text.encode("utf-8"))
     windows = evaluation_windows(ids, window)
     n_scored = windows.tokens.shape[0] * window
     nats = lm_loss(model, windows) * n_scored
@@ -215,3 +231,34 @@ def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n"):
         model.train(was_training)
     return nats / math.log(2) / len(text.encode("utf-8")), ids.numel() - 1, \
         len(text.encode("utf-8"))
+
+
+def _strided_nats(model, ids, window: int, stride: int, batch_size: int = 64) -> float:
+    """Total nats of ids[1:] in overlapping windows of window + 1 tokens that start
+    0, stride, 2·stride, ... (the last at len(ids) - window - 1); every target scored
+    once, by the first window that holds it."""
+    import torch.nn.functional as F
+
+    n = ids.numel() - 1  # targets ids[1..n]
+    starts, first_new = [0], [0]  # window start, index (in the window) of its first new target
+    scored = window
+    while scored < n:
+        start = min(scored - window + stride, n - window)
+        starts.append(start)
+        first_new.append(scored - start)
+        scored = start + window
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for i in range(0, len(starts), batch_size):
+            chunk = torch.stack([ids[s:s + window + 1] for s in starts[i:i + batch_size]])
+            chunk = chunk.to(device)
+            logits = model(chunk[:, :-1]).double()  # (b, window, |V|)
+            nats = F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten(),
+                                   reduction="none").view(len(chunk), window)
+            for row, j in zip(nats, first_new[i:i + batch_size]):
+                total += float(row[j:].sum())
+    model.train(was_training)
+    return total
