@@ -175,6 +175,26 @@ def test_run_ladder_is_independent_of_the_process_count():
     assert one[0].losses != one[2].losses
 
 
+def test_a_result_keeps_the_trained_weights():
+    """RungResult.state (chapter 14's attention cell): the trained weights, on the CPU,
+    copied (not the live tensors); loaded into a fresh model they give the stored score."""
+    train, heldout, text = tiny_data()
+    name, config = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1,
+                                         d_ff=32, max_len=16)[2]  # a rotary rung
+    run = ladder.train_rung(name, config, train, heldout, text, steps=6, batch_size=4)
+    untrained = lib.ModernDecoder(config).state_dict()
+    assert set(run.state) == set(untrained)
+    assert all(t.device.type == "cpu" for t in run.state.values())
+    assert any(not torch.equal(run.state[k], untrained[k]) for k in untrained)  # trained
+    model = lib.ModernDecoder(config)
+    model.load_state_dict(run.state)
+    assert ladder.heldout_nats(model.eval(), heldout) == pytest.approx(run.heldout_nats,
+                                                                       rel=1e-9)
+    many = ladder.run_ladder([(name, config)], train, heldout, text, steps=6, seeds=(0,),
+                             batch_size=4, processes=1)
+    assert all(torch.equal(many[0].state[k], run.state[k]) for k in run.state)
+
+
 def test_training_speed_times_every_rung():
     train, _, _ = tiny_data()
     rungs = ladder.ladder_configs(12, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32,

@@ -1,6 +1,6 @@
 """Today's decoder: the 2017 block with the changes open models made since.
 
-Introduced in chapter 14 ("From the 2017 decoder to today's models"), which
+Introduced in chapter 14 ("From GPT-2's decoder to today's models"), which
 switches the changes on one at a time; chapter 15 loads a real pretrained
 model (SmolLM2, a Llama-architecture model) into `ModernDecoder`.
 

@@ -122,13 +122,14 @@ def add_positions(pos: nn.Module, x: torch.Tensor, offset: int = 0) -> torch.Ten
 def _init_parameters(model: nn.Module, d_model: int) -> None:
     """Initialise every weight matrix, chosen by the module that owns it.
 
-    - ``nn.Embedding`` tables get N(0, 1/d_model). For token embeddings
-      (`TokenEmbedding` wraps an ``nn.Embedding``) the × √d_model of the forward
-      pass brings them to unit scale. Learned positional tables
-      (`LearnedPositionalEmbedding`, also an ``nn.Embedding``) get the same
-      N(0, 1/d_model) but are added *without* the √d_model factor, so they start
-      √d_model times smaller than the token embeddings (GPT-2 also starts its
-      positions small).
+    - ``nn.Embedding`` tables get N(0, 1/d_model), rows of norm about 1. For token
+      embeddings (`TokenEmbedding` wraps an ``nn.Embedding``) with
+      ``scale_embedding=True`` the × √d_model of the forward pass brings each entry
+      to unit scale. Learned positional tables (`LearnedPositionalEmbedding`, also an
+      ``nn.Embedding``) get the same N(0, 1/d_model) and are added *without* that
+      factor: √d_model times smaller than scaled token embeddings, the same size as
+      unscaled ones (``scale_embedding=False``, chapter 11's model and
+      `lib.ModernDecoder`, both tables' rows of norm about 1).
     - Every other matrix (the ``nn.Linear`` weights) is Xavier-uniform, as in
       ``nn.Transformer``. Biases and LayerNorm keep PyTorch's defaults.
 

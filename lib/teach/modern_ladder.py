@@ -187,6 +187,7 @@ class RungResult:
     kv_bytes_per_token: int  # from the formula, float32
     losses: list
     curve: list = field(default_factory=list)  # (step, held-out bits per byte) at eval_at
+    state: dict = field(default_factory=dict, repr=False)  # the trained weights, on the CPU
 
 
 def lm_optimizer(model, steps, lr, warmup):
@@ -262,6 +263,7 @@ def train_rung(name: str, config: ModernConfig, train_ids: torch.Tensor, heldout
         bits_per_byte=bits_per_byte(nats, heldout_text),
         tokens_per_second=steps * batch_size * config.max_len / seconds,
         kv_bytes_per_token=kv_bytes_per_token(config), losses=losses, curve=curve,
+        state={k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
     )
 
 
