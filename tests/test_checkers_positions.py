@@ -359,3 +359,20 @@ def test_half_split_layout_still_needs_the_dtype_and_the_angles():
     assert not verdict  # float64 cases must stay float64
     verdict = lib.check_apply_rope(lambda x: rope(x, halves=True, first=1))
     assert not verdict  # positions counted from 1, in the half-split layout
+
+
+def test_extrapolation_prediction_leaves_out_a_question_the_seeds_disagree_on():
+    """Review 2026-11-28 (5-8) P8: no answer could match an outcome of "mixed"."""
+    outcome = {"better at position 16": "mixed", "gets the rule right past 15": "neither",
+               "predicts instead": "tokens of the pattern"}
+    mine = {"better at position 16": "learned", "gets the rule right past 15": "neither",
+            "predicts instead": "tokens of the pattern"}
+    verdict = lib.check_extrapolation_prediction(mine, outcome)
+    assert verdict and "2 predictions the runs settle" in verdict.message
+    assert "not counted" in verdict.message
+    verdict = lib.check_extrapolation_prediction({**mine, "predicts instead": "random tokens"},
+                                                 outcome)
+    assert not verdict and "1 of 2" in verdict.message
+    settled = {**outcome, "better at position 16": "learned"}
+    assert lib.check_extrapolation_prediction(mine, settled).message.startswith(
+        "✓ all three predictions match the runs.")

@@ -527,3 +527,28 @@ def test_question_checkers_take_none_as_not_answered_yet(checker, name):
     verdict = checker(None)
     assert not verdict and verdict.slip is None
     assert "Not answered yet" in verdict.message and name in verdict.message
+
+
+def test_warmup_outcome_defaults_are_the_chapters_thresholds():
+    """Review 2026-11-28 (5-8) P8: the default learns_below was 2.5, the chapter's 2.75."""
+    losses = {"post-LN, no warm-up": [3.3, 3.2], "post-LN, warm-up": [2.6, 2.7],
+              "pre-LN, no warm-up": [1.1, 1.2], "pre-LN, warm-up": [1.2, 1.0]}
+    assert lib.warmup_outcome(losses)["post-LN, warm-up"] == "learns"
+    assert lib.warmup_outcome(losses) == lib.warmup_outcome(losses, learns_below=2.75,
+                                                            stalls_above=3.0)
+
+
+def test_warmup_prediction_leaves_out_a_setting_the_seeds_disagree_on():
+    """Review 2026-11-28 (5-8) P8: no answer could match "differs between seeds"."""
+    outcome = {"post-LN, no warm-up": "stalls", "post-LN, warm-up": "learns",
+               "pre-LN, no warm-up": "differs between seeds", "pre-LN, warm-up": "learns"}
+    mine = {"post-LN, no warm-up": "stalls", "post-LN, warm-up": "learns",
+            "pre-LN, no warm-up": "stalls", "pre-LN, warm-up": "learns"}
+    verdict = lib.check_warmup_prediction(mine, outcome)
+    assert verdict and "3 predictions the runs settle" in verdict.message
+    assert "not counted" in verdict.message
+    wrong = {**mine, "post-LN, warm-up": "stalls"}
+    verdict = lib.check_warmup_prediction(wrong, outcome)
+    assert not verdict and "1 of 3 predictions the runs settle" in verdict.message
+    unsettled = dict.fromkeys(outcome, "differs between seeds")
+    assert not lib.check_warmup_prediction(mine, unsettled)

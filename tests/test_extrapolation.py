@@ -124,3 +124,11 @@ def test_lookup_reads_the_top_key_of_the_most_focused_head():
     assert queries[0] == run.train_len - 1 and torch.all(w0 >= 0.4)
     with pytest.raises(ValueError):
         run.top_keys(8, 5)
+
+
+def test_repeating_refuses_a_period_longer_than_the_sequence():
+    """Review 2026-11-28 (5-8) P8: period > length returned a sequence that never repeats."""
+    with pytest.raises(ValueError, match="period must be at most length"):
+        repeating(2, 4, period=5)
+    seq = repeating(2, 5, period=5)  # one whole copy: allowed
+    assert seq.shape == (2, 5)

@@ -202,3 +202,20 @@ def test_warmup_runs_in_processes_equal_the_runs_in_turn():
         lib.warmup_runs(dates, [])
     with pytest.raises(ValueError, match="workers"):
         lib.warmup_runs(dates, [0], workers=0)
+
+
+def test_row_probe_takes_numpy_ints_and_refuses_bools_and_negative_rows():
+    """Review 2026-11-28 (5-8) P8: a np.int64 row was refused; a negative one must not wrap."""
+    import numpy as np
+
+    model = _small_model()
+    pairs = [("2019-3-7", "March 7, 2019")]
+    want, _ = lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: len(t) - 1)
+    got, _ = lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: np.int64(len(t) - 1))
+    assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="row"):
+        lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: -1)
+    with pytest.raises(TypeError, match="int row"):
+        lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: True)
+    with pytest.raises(TypeError, match="int row"):
+        lib.row_probe(model, pairs, DATE_VOCAB, lambda s, t: 3.0)

@@ -40,6 +40,9 @@ def repeating(batch_size: int, length: int, period: int = 5, vocab: int = VOCAB,
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if vocab < 2:
         raise ValueError(f"vocab must be at least 2 (id 0 is left out), got {vocab}")
+    if period > length:
+        raise ValueError(f"period must be at most length, got period={period} > length={length}: "
+                         "the sequence would hold less than one copy of the pattern, and not repeat")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got "
                         f"{type(generator).__name__}")

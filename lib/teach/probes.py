@@ -239,10 +239,19 @@ def row_probe(
     pairs = list(pairs)
     if not pairs:
         raise ValueError("pairs is empty: row_probe needs at least one (source, target) pair")
-    rows = [row(source, target) for source, target in pairs]
-    for (source, target), r in zip(pairs, rows):
-        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= len(target):
+    rows = []
+    for source, target in pairs:
+        r = row(source, target)
+        if isinstance(r, bool):
+            raise TypeError(f"row() must give an int row, got the bool {r!r} for {target!r}")
+        try:
+            r = operator.index(r)  # an int, a NumPy int or a 0-d integer tensor
+        except TypeError:
+            raise TypeError(f"row() must give an int row, got {r!r} ({type(r).__name__}) "
+                            f"for {target!r}") from None
+        if not 0 <= r <= len(target):  # negative rows would wrap: refused
             raise ValueError(f"row() must give a row in [0, {len(target)}] for {target!r}, got {r!r}")
+        rows.append(r)
     batch = make_batch(pairs, vocab)
     model.eval()
     logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask, tgt_mask=batch.tgt_mask)

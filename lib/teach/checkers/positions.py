@@ -20,6 +20,7 @@ import torch
 
 from lib.model.layers import sinusoidal_positional_encoding
 from lib.teach.checkers._dtypes import with_exact_dtype
+from lib.teach.checkers._predictions import prediction_verdict
 from lib.teach.checkers._numbers import check_number, real_number, real_vector
 from lib.teach.checking import NOT_IMPLEMENTED, Case, Mistake, Verdict, check_function
 from lib.teach.exercises import CheckResult, check_answer
@@ -463,10 +464,4 @@ def check_extrapolation_prediction(my_prediction: dict, outcome: dict) -> Verdic
         return Verdict(False, "✗ prediction: not filled in yet. Answer "
                        + "; ".join(f"{q!r} with one of {EXTRAPOLATION_QUESTIONS[q]}"
                                    for q in missing) + ".")
-    lines = [f"  {q:28s} you: {my_prediction[q]:22s} runs: {outcome[q]}"
-             for q in EXTRAPOLATION_QUESTIONS]
-    wrong = [q for q in EXTRAPOLATION_QUESTIONS if my_prediction[q] != outcome[q]]
-    if not wrong:
-        return Verdict(True, "✓ all three predictions match the runs.\n" + "\n".join(lines))
-    return Verdict(False, f"✗ {len(wrong)} of 3 predictions differ from the runs.\n"
-                   + "\n".join(lines))
+    return prediction_verdict(my_prediction, outcome, EXTRAPOLATION_QUESTIONS, 28, 22)

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from lib.teach.checkers._predictions import prediction_verdict
 from lib.teach.checkers._numbers import check_number, real_number
 from lib.teach.checking import Case, Mistake, Verdict, check_function
 from lib.teach.exercises import CheckResult
@@ -394,12 +395,13 @@ WARMUP_SETTINGS = (
 OUTCOMES = ("learns", "stalls")
 
 
-def warmup_outcome(last_losses: dict, learns_below: float = 2.5, stalls_above: float = 3.0) -> dict:
+def warmup_outcome(last_losses: dict, learns_below: float = 2.75, stalls_above: float = 3.0) -> dict:
     """What each setting did on every seed: "learns", "stalls" or "differs between seeds".
 
     ``last_losses`` maps each of `WARMUP_SETTINGS` to the mean loss of its last 25
     steps, one value per seed. A setting learns if it ends below ``learns_below`` on
-    every seed, stalls if it ends above ``stalls_above`` on every seed.
+    every seed, stalls if it ends above ``stalls_above`` on every seed (the defaults are
+    chapter 8's thresholds).
     """
     if set(last_losses) != set(WARMUP_SETTINGS):
         raise ValueError(f"last_losses must have the keys {WARMUP_SETTINGS}, got {sorted(last_losses)}")
@@ -429,13 +431,8 @@ def check_warmup_prediction(my_prediction: dict, outcome: dict) -> Verdict:
             "✗ prediction: not filled in yet. Write \"learns\" or \"stalls\" for: "
             + "; ".join(missing) + ".",
         )
-    wrong = [s for s in WARMUP_SETTINGS if my_prediction[s] != outcome[s]]
-    lines = [f"  {s:20s} you: {my_prediction[s]:7s} runs: {outcome[s]}" for s in WARMUP_SETTINGS]
-    if not wrong:
-        return Verdict(True, "✓ all four predictions match the runs.\n" + "\n".join(lines))
-    return Verdict(
-        False, f"✗ {len(wrong)} of 4 predictions differ from the runs.\n" + "\n".join(lines)
-    )
+    return prediction_verdict(my_prediction, outcome, dict.fromkeys(WARMUP_SETTINGS, OUTCOMES),
+                              20, 7)
 
 
 # ---------------------------------------------------------------------------
