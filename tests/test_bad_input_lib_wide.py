@@ -112,3 +112,22 @@ def test_chapter_1_scores_refuse_mixed_dtypes_and_batches(call, error, words):
     # reviewer A's P6: these reached torch ("expected m1 and m2 to have the same dtype")
     with pytest.raises(error, match=words):
         call()
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_decoder_only_model_refuses_empty_tokens_on_both_paths(cached):
+    # review C, W1: the cached path returned (1, 0, |V|) logits for a (1, 0) input, the
+    # uncached one raised "size must be positive, got 0", which names neither tokens nor the problem
+    torch.manual_seed(0)
+    model = lib.DecoderOnlyModel(11, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=8).eval()
+    empty = torch.zeros(1, 0, dtype=torch.long)
+    kwargs = {}
+    if cached:
+        cache = lib.KVCache(len(model.layers))
+        with torch.no_grad():
+            model(torch.tensor([[1, 2, 3]]), cache=cache)
+        kwargs["cache"] = cache
+    with pytest.raises(ValueError, match="tokens: an empty sequence"):
+        model(empty, **kwargs)
+    if cached:
+        assert cache.length == 3  # refused before the cache was touched

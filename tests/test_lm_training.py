@@ -156,3 +156,27 @@ def test_ngram_nats_bad_input():
         lib.ngram_nats(ids, ids[:1], 2, 3)
     with pytest.raises(ValueError, match="n"):
         lib.ngram_nats(ids, ids, 20, 1000)
+
+
+def test_ngram_token_nats_per_token_and_per_row_against_a_counter_model():
+    from collections import Counter
+
+    g = torch.Generator().manual_seed(1)
+    train, held = torch.randint(0, 4, (300,), generator=g), torch.randint(0, 4, (3, 9), generator=g)
+    t = train.tolist()
+    full = Counter(tuple(t[i : i + 3]) for i in range(len(t) - 2))
+    ctx = Counter()
+    for k, c in full.items():
+        ctx[k[:2]] += c
+    want = [[-math.log((full[tuple(h[i - 2 : i + 1])] + 0.1) / (ctx[tuple(h[i - 2 : i])] + 0.4))
+             for i in range(2, len(h))] for h in held.tolist()]  # each row scored on its own
+    got = lib.ngram_token_nats(train, held, 3, 4, alpha=0.1)
+    assert got.shape == (3, 7)
+    assert torch.allclose(got, torch.tensor(want, dtype=torch.float64))
+    one = lib.ngram_token_nats(train, held[1], 3, 4, alpha=0.1)  # a single sequence
+    assert torch.allclose(one, torch.tensor(want[1], dtype=torch.float64))
+    assert lib.ngram_nats(train, held[1], 3, 4, alpha=0.1) == pytest.approx(sum(want[1]) / 7)
+    with pytest.raises(ValueError, match="eval_ids"):
+        lib.ngram_token_nats(train, held[:, :2], 3, 4)
+    with pytest.raises(ValueError, match="eval_ids"):
+        lib.ngram_token_nats(train, torch.zeros(2, 5, dtype=torch.long) + 4, 3, 4)

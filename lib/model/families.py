@@ -159,6 +159,10 @@ class DecoderOnlyModel(_TokenStack):
         and the new ones before it.
         """
         require_token_ids("tokens", tokens, self.vocab_size)
+        if tokens.shape[1] == 0:  # both paths: the cached one would return (B, 0, |V|) silently
+            raise ValueError(
+                f"tokens: an empty sequence, shape {tuple(tokens.shape)}; give at least one token per row"
+            )
         if cache is not None:
             return self._forward_cached(tokens, pad_id, cache)
         mask = causal_mask(tokens.shape[1], device=tokens.device)  # (L, L)

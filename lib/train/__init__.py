@@ -37,7 +37,7 @@ from lib.train.speculative import (
     speculative_generate,
     truncate_cache,
 )
-from lib.train.ngram import ngram_nats
+from lib.train.ngram import ngram_nats, ngram_token_nats
 from lib.train.training import (
     FitResult,
     LMBatch,
@@ -106,6 +106,7 @@ __all__ = [
     "continuation_log_prob",
     "lm_beam_search",
     "ngram_nats",
+    "ngram_token_nats",
 ]
 
 # Beyond the paper: tokenization, the corpus, data parallelism, mixed precision.

@@ -19,7 +19,7 @@ import torch
 
 from lib._checks import require_number, require_positive_int, require_tensor
 
-__all__ = ["ngram_nats"]
+__all__ = ["ngram_nats", "ngram_token_nats"]
 
 
 def _keys(ids: torch.Tensor, n: int, vocab_size: int) -> torch.Tensor:
@@ -63,25 +63,54 @@ def ngram_nats(
     ``train_ids`` only. ``alpha`` > 0 is added to every count (add-α smoothing), so an
     unseen n-gram keeps a small probability. Scored positions: t = n - 1 .. len - 1.
     """
+    return -float(_log_probs(train_ids, eval_ids, n, vocab_size, alpha, rows=False).mean())
+
+
+def ngram_token_nats(
+    train_ids: torch.Tensor,
+    eval_ids: torch.Tensor,
+    n: int,
+    vocab_size: int,
+    alpha: float = 0.01,
+) -> torch.Tensor:
+    """-ln p of each token that has n - 1 tokens before it, one value per scored token.
+
+    The per-token terms whose mean `ngram_nats` returns, so that a counting model can be
+    scored on exactly the positions another model is scored on (chapter 11 compares it
+    with the Transformer's per-position losses). eval_ids: (L,) or (B, L), each row scored
+    on its own (a row's first n - 1 tokens are context only). Returns float64 of shape
+    (L - n + 1,) or (B, L - n + 1): entry j is the token at index j + n - 1.
+    """
+    return -_log_probs(train_ids, eval_ids, n, vocab_size, alpha, rows=True)
+
+
+def _log_probs(train_ids, eval_ids, n, vocab_size, alpha, rows):
     n = require_positive_int("n", n)
     vocab_size = require_positive_int("vocab_size", vocab_size)
     alpha = require_number("alpha", alpha, positive=True)
     if vocab_size ** n >= 2**62:
         raise ValueError(f"n: |V|^n = {vocab_size}^{n} does not fit in a 64-bit key; use a smaller n")
     train_ids = _check_ids("train_ids", train_ids, vocab_size)
-    eval_ids = _check_ids("eval_ids", eval_ids, vocab_size)
+    if rows and isinstance(eval_ids, torch.Tensor) and eval_ids.dim() == 2:
+        batch = [_check_ids("eval_ids", row, vocab_size) for row in eval_ids]
+        if not batch:
+            raise ValueError("eval_ids: no rows to score")
+    else:
+        batch = [_check_ids("eval_ids", eval_ids, vocab_size)]
     if train_ids.numel() < n:
         raise ValueError(f"train_ids: {train_ids.numel()} ids hold no {n}-gram")
-    if eval_ids.numel() < n:
-        raise ValueError(f"eval_ids: {eval_ids.numel()} ids hold no {n}-gram to score")
+    if batch[0].numel() < n:
+        raise ValueError(f"eval_ids: {batch[0].numel()} ids hold no {n}-gram to score")
     full = _keys(train_ids, n, vocab_size)  # every n-gram of the training ids
     table = torch.unique(full, return_counts=True)  # sorted distinct n-grams, their counts
     # a context's count is the sum over the n-grams that start with it (sorted, so adjacent)
     contexts, group = torch.unique_consecutive(table[0] // vocab_size, return_inverse=True)
     context_counts = torch.zeros(contexts.numel(), dtype=torch.int64).index_add_(0, group, table[1])
     context_table = (contexts, context_counts)
-    wanted = _keys(eval_ids, n, vocab_size)
+    wanted = torch.stack([_keys(ids, n, vocab_size) for ids in batch])  # (B, L - n + 1)
     c_full = _counts_of(wanted, table).double()
     c_context = _counts_of(wanted // vocab_size, context_table).double()
     log_p = (c_full + alpha).log() - (c_context + alpha * vocab_size).log()
-    return -float(log_p.mean())
+    if rows and isinstance(eval_ids, torch.Tensor) and eval_ids.dim() == 2:
+        return log_p
+    return log_p[0]
