@@ -6,10 +6,8 @@ than an unwritten stub's "not implemented yet" or a blank prediction's "not fill
 yet", or "You predicted ...". A chapter stores its answer cells as ``None`` (or "?"),
 and its checkers print a prompt instead (`lib.teach.exercises.NOT_ANSWERED`).
 
-KNOWN_OPEN lists the chapters that still stored a pre-filled answer and its verdict when
-this test was written (they were being edited by another session at the time); their
-answer cells are to start as ``None`` like the others. Remove a chapter from the list once
-it is fixed (an xpass here says it is).
+KNOWN_OPEN names a chapter that still stores a pre-filled answer and its verdict (an
+xfail, so an xpass says it is fixed); it is empty: every chapter starts its answers as None.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-KNOWN_OPEN = {"13_efficient_attention"}
+KNOWN_OPEN: set[str] = set()
 
 VERDICT = re.compile(r"\b(Right|Wrong):|✓|✗|You predicted")
 NOT_A_VERDICT = re.compile(r"✗ [\w.]+: not implemented yet\.|✗ prediction: not filled in yet\.")
