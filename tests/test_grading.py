@@ -220,7 +220,7 @@ def test_a_tampered_checker_gets_no_points_even_when_the_function_is_right(tmp_p
     assert "_same" in rows[0]["detail"]
 
 
-@pytest.mark.parametrize("chapter", range(1, 17))
+@pytest.mark.parametrize("chapter", range(1, 18))
 def test_the_learners_version_holds_no_solution(chapter):
     source = assignment.source_notebook(chapter)
     release = assignment.release_notebook(source)

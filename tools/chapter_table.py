@@ -53,6 +53,7 @@ PREREQUISITES: dict[int, list[int]] = {
     14: [6, 11],
     15: [6, 10, 14],
     16: [4, 11, 15],
+    17: [11, 15],
 }
 
 WORDS_PER_MINUTE = 200
