@@ -24,6 +24,7 @@ import pathlib
 
 import torch
 
+from lib._checks import require_int
 from lib.train.bpe import BPETokenizer
 from lib.train.translation import require_pinned_file
 
@@ -209,9 +210,8 @@ def lm_bits_per_byte(model, tokenizer, text: str, context: str = "\n", *,
     if ids.numel() < window + 1:
         raise ValueError(f"text: {ids.numel() - 1} tokens, fewer than one window of {window}")
     if stride is not None:
-        if isinstance(stride, bool) or not isinstance(stride, int):
-            raise TypeError(f"stride must be an int or None, got {type(stride).__name__}")
-        if not 1 <= stride <= window:
+        require_int("stride", stride, minimum=1)
+        if stride > window:
             raise ValueError(f"stride must be between 1 and the model's context {window}, "
                              f"got {stride}")
         nats = _strided_nats(model, ids, window, stride)

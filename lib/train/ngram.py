@@ -91,7 +91,8 @@ def _log_probs(train_ids, eval_ids, n, vocab_size, alpha, rows):
     if vocab_size ** n >= 2**62:
         raise ValueError(f"n: |V|^n = {vocab_size}^{n} does not fit in a 64-bit key; use a smaller n")
     train_ids = _check_ids("train_ids", train_ids, vocab_size)
-    if rows and isinstance(eval_ids, torch.Tensor) and eval_ids.dim() == 2:
+    batched = rows and isinstance(eval_ids, torch.Tensor) and eval_ids.dim() == 2
+    if batched:
         batch = [_check_ids("eval_ids", row, vocab_size) for row in eval_ids]
         if not batch:
             raise ValueError("eval_ids: no rows to score")
@@ -111,6 +112,4 @@ def _log_probs(train_ids, eval_ids, n, vocab_size, alpha, rows):
     c_full = _counts_of(wanted, table).double()
     c_context = _counts_of(wanted // vocab_size, context_table).double()
     log_p = (c_full + alpha).log() - (c_context + alpha * vocab_size).log()
-    if rows and isinstance(eval_ids, torch.Tensor) and eval_ids.dim() == 2:
-        return log_p
-    return log_p[0]
+    return log_p if batched else log_p[0]
