@@ -5,9 +5,6 @@ that judges an answer: the by-hand checkers' "Right: ..." / "Wrong: ...", a ✓,
 than an unwritten stub's "not implemented yet" or a blank prediction's "not filled in
 yet", or "You predicted ...". A chapter stores its answer cells as ``None`` (or "?"),
 and its checkers print a prompt instead (`lib.teach.exercises.NOT_ANSWERED`).
-
-KNOWN_OPEN names a chapter that still stores a pre-filled answer and its verdict (an
-xfail, so an xpass says it is fixed); it is empty: every chapter starts its answers as None.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-KNOWN_OPEN: set[str] = set()
 
 VERDICT = re.compile(r"\b(Right|Wrong):|✓|✗|You predicted")
 NOT_A_VERDICT = re.compile(r"✗ [\w.]+: not implemented yet\.|✗ prediction: not filled in yet\.")
@@ -38,11 +34,7 @@ def verdicts(path: pathlib.Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.stem, marks=pytest.mark.xfail(
-        reason="a pre-filled answer and its verdict are still stored (issue 35 item 5)"))
-    if p.stem in KNOWN_OPEN else pytest.param(p, id=p.stem)
-    for p in CHAPTERS])
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_no_verdict_is_stored(path):
     assert verdicts(path) == []
 
