@@ -16,9 +16,9 @@ a first run at a tiny length has paid the one-time costs (library code paged in,
 thread pools, allocator arenas): the peak of the bytes allocated for tensors
 during one run, forward and backward (from the allocator's events: the same on
 every machine), the growth of the peak resident memory (what the operating
-system sees), and the median time of 3 further runs. The figures are printed,
-not asserted: the times move with the machine's load. The efficient-attention
-chapter quotes them.
+system sees), and the median of 3 further runs' CPU seconds (``time.process_time``,
+all the process's threads: a busy machine inflates it far less than a wall clock).
+The figures are printed, not asserted. The efficient-attention chapter quotes them.
 """
 
 from __future__ import annotations

@@ -658,3 +658,13 @@ def test_per_verse_counts_add_up_to_the_corpus_counts():
         lib.diagonal_links(3, 4), pairs[0].links)
     with pytest.raises(ValueError, match="head must be 0-1 or 'average'"):
         got.per_verse((0, 2))
+
+
+def test_subword_decode_returns_the_sentence_without_outer_whitespace():
+    from lib.train.translation import train_subword_vocab
+
+    vocab = train_subword_vocab(["the cat sat on the mat", "a dog ran"] * 20, 270)
+    for text in ["  the cat ", "a dog ran", " mat\n", "x", "the  cat"]:
+        assert vocab.decode(vocab.encode(text)) == text.strip()  # inner spaces kept
+    ids = vocab.encode(" dog") + [vocab.eos_id] + vocab.encode("cat")
+    assert vocab.decode([vocab.bos_id, vocab.pad_id, *ids]) == "dog"  # stops at EOS

@@ -101,7 +101,9 @@ class SubwordVocab:
         return ids, word_of
 
     def decode(self, ids) -> str:
-        """Text of `ids`, stopping at the first EOS; PAD and BOS are skipped."""
+        """Text of `ids`, stopping at the first EOS; PAD and BOS are skipped. The text is
+        a sentence, returned without outer whitespace (a generated first token may carry
+        the space before its word): ``decode(encode(t)) == t.strip()``, not ``t``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         out = []
