@@ -13,7 +13,7 @@ import torch
 
 import lib
 from lib.model.kv_cache import AttentionCache
-from lib.model.llama import LlamaAttention, llama_decoder, set_fast_attention
+from lib.model.llama import LlamaAttention, fuse_projections, llama_decoder, set_fast_attention
 from lib.model.modern import ModernConfig, ModernDecoder
 
 
@@ -199,3 +199,101 @@ def test_a_replaced_module_or_the_switch_falls_back(monkeypatch):
         assert fast.fast is False
         assert torch.equal(fast(tokens), plain(tokens))
         assert calls == []
+
+
+# ------------------------------------------------- batch-1 products: split rows, fused matrices
+
+
+def _bmm_calls(monkeypatch):
+    calls = []
+    original = torch.bmm
+
+    def counted(a, b, *args, **kwargs):
+        calls.append(tuple(b.shape))
+        return original(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "bmm", counted)
+    return calls
+
+
+def test_split_product_is_the_linear_product_and_runs_only_where_it_should(monkeypatch):
+    from lib.model.llama import SPLIT_ROWS, _linear
+
+    g = torch.Generator().manual_seed(21)
+    calls = _bmm_calls(monkeypatch)
+    w = torch.randn(1536, 576, generator=g)
+    x = torch.randn(1, 1, 576, generator=g)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    out = _linear(x, w, None)
+    assert calls == [(SPLIT_ROWS, 576, 1536 // SPLIT_ROWS)]  # the split ran
+    assert out.shape == (1, 1, 1536)
+    # the same K-long dot products: equal to float32 rounding (bit for bit on this machine)
+    assert torch.allclose(out, torch.nn.functional.linear(x, w), rtol=0, atol=2e-5)
+    # a wrong split (rows of the transpose, or blocks taken in the wrong order) is far off
+    assert not torch.allclose(out.flip(-1), torch.nn.functional.linear(x, w), atol=1e-2)
+    calls.clear()
+    _linear(torch.randn(2, 1, 576, generator=g), w, None)  # two rows
+    _linear(x, w, torch.zeros(1536))  # a bias
+    _linear(x.bfloat16(), w.bfloat16(), None)  # bfloat16 got slower when split
+    _linear(torch.randn(1, 1, 32, generator=g), torch.randn(48, 32, generator=g), None)  # small
+    _linear(x, torch.randn(1538, 576, generator=g)[:1537], None)  # rows not a multiple
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    _linear(x, w, None)  # one thread: nothing to split for
+    assert calls == []
+
+
+def _mid(seed: int):
+    """A Llama configuration whose matrices are large enough to be split (>= 2**16)."""
+    torch.manual_seed(seed)
+    config = ModernConfig(vocab_size=300, d_model=256, n_layers=2, n_heads=4, n_kv_heads=2,
+                          d_ff=512, max_len=64, rope_base=500.0)
+    plain = _random_norms(ModernDecoder(config).eval())
+    fast = llama_decoder(config).eval()
+    fast.load_state_dict(plain.state_dict())
+    return plain, fuse_projections(fast)
+
+
+def test_fused_projections_are_views_and_decode_as_the_plain_model(monkeypatch):
+    plain, fast = _mid(22)
+    attn, mlp = fast.blocks[0].attn, fast.blocks[0].mlp
+    assert attn.w_k.weight.data_ptr() == attn._qkv[256:384].data_ptr()  # views of its rows
+    assert mlp.w_up.weight.data_ptr() == mlp._gate_up[512:].data_ptr()
+    assert set(fast.state_dict()) == set(plain.state_dict())  # nothing new saved
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    calls = _bmm_calls(monkeypatch)
+    prompt = torch.randint(0, 300, (1, 6), generator=torch.Generator().manual_seed(23))
+    with torch.no_grad():
+        reference = lib.generate(plain, prompt, 20, greedy=True, use_cache=False)
+        assert torch.equal(lib.generate(fast, prompt, 20, greedy=True), reference)
+        fused_shapes = {(8, 256, (256 + 2 * 128) // 8), (8, 256, 2 * 512 // 8)}
+        assert fused_shapes <= set(calls)  # the fused products ran
+        c_plain, c_fast = lib.KVCache(2), lib.KVCache(2)
+        plain(prompt, cache=c_plain)
+        fast(prompt, cache=c_fast)
+        step = prompt[:, :1]
+        assert torch.allclose(fast(step, cache=c_fast), plain(step, cache=c_plain),
+                              rtol=0, atol=1e-5)
+
+
+def test_fused_matrices_follow_in_place_edits_and_are_dropped_when_storage_changes(monkeypatch):
+    plain, fast = _mid(24)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    step = torch.tensor([[5]])
+    with torch.no_grad():
+        for model in (plain, fast):  # an in-place edit (chapter 16 ablates this way)
+            model.blocks[1].attn.w_v.weight[:, :8].zero_()
+            model.blocks[0].mlp.w_up.weight.mul_(3)
+        assert torch.allclose(fast(step, cache=lib.KVCache(2)), plain(step), rtol=0, atol=1e-5)
+        calls = _bmm_calls(monkeypatch)
+        new = torch.randn(128, 256, generator=torch.Generator().manual_seed(25))
+        for model in (plain, fast):  # new storage: the fused matrix is stale
+            model.blocks[1].attn.w_k.weight.data = new.clone()
+        assert torch.allclose(fast(step, cache=lib.KVCache(2)), plain(step), rtol=0, atol=1e-5)
+        assert calls.count((8, 256, 512 // 8)) == 1  # only block 0's Q, K, V in one product
+        assert "_qkv" not in fast.blocks[1].attn.__dict__  # the stale copy is gone
+        assert calls.count((8, 256, 1024 // 8)) == 2  # both gate/up pairs are still fused
+        double = copy.deepcopy(fast).double()  # .to(): every parameter new storage
+        assert double.blocks[0].mlp._gate_up.dtype == torch.float64  # fused again
+        assert torch.allclose(double(step), plain.double()(step), rtol=0, atol=1e-10)
+    with pytest.raises(TypeError, match="model"):
+        fuse_projections(torch.nn.Linear(2, 2))

@@ -31,7 +31,7 @@ import torch
 from lib._checks import require_device
 
 from lib.interop.gguf import dequantize_q4_1, dequantize_q8_0, dequantize_tensor, read_gguf, smollm2_path
-from lib.model.llama import interleaved_to_half, llama_decoder
+from lib.model.llama import fuse_projections, interleaved_to_half, llama_decoder
 from lib.model.modern import ModernConfig, ModernDecoder
 
 __all__ = ["llama_config", "load_llama_gguf", "load_smollm2"]
@@ -129,7 +129,7 @@ def load_llama_gguf(path: str | os.PathLike, *, dtype: torch.dtype = torch.float
                                  f"{name} needs {tuple(params[name].shape)}")
             params[name].copy_(weight)
     assert model.head.weight is model.embed.weight  # tied, as in the file
-    return model.eval()
+    return fuse_projections(model).eval()
 
 
 def load_smollm2(dtype: torch.dtype = torch.float32, device: str | torch.device | None = None,

@@ -46,6 +46,7 @@ from lib.model.modern import (
 __all__ = [
     "LlamaAttention",
     "LlamaDecoder",
+    "fuse_projections",
     "half_to_interleaved",
     "interleaved_to_half",
     "llama_decoder",
@@ -140,6 +141,32 @@ class LlamaAttention(GroupedQueryAttention):
 
 _LEAF_TYPES = (nn.Linear, HookPoint)
 
+# Batch-1 decoding multiplies one row x (1, K) by each weight W (N, K). On the 2-core AMD
+# machine this course is built on, PyTorch's float32 matrix-vector product runs on one
+# core and reads about 10 GB/s, while two cores read about 27 GB/s
+# (bench/bandwidth.py). Split into SPLIT_ROWS blocks of W's rows, the same dot products
+# are one batched product (torch.bmm), which PyTorch hands to both cores: 17-19 GB/s over
+# SmolLM2's matrices, and a decoding step about 1.3 times as fast (measured 2026-11-28;
+# bench/smollm2_formats.py). Only for float32, one row, no bias, and a matrix of at
+# least SPLIT_MIN_WEIGHTS weights; bfloat16 products got slower when split (measured).
+SPLIT_ROWS = 8
+SPLIT_MIN_WEIGHTS = 1 << 16
+
+
+def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)``; for a single row of float32 x (a batch-1 decoding
+    step) the product of W's row blocks as one `torch.bmm` (`SPLIT_ROWS`). Each output is
+    the same K-long dot product either way: bit for bit the same on the AMD machine it was
+    measured on (tests/test_llama_speed_paths.py holds them to float32 rounding)."""
+    N, K = weight.shape
+    if (bias is not None or x.numel() != K or N % SPLIT_ROWS or N * K < SPLIT_MIN_WEIGHTS
+            or weight.dtype != torch.float32 or x.dtype != torch.float32
+            or not weight.is_contiguous() or torch.get_num_threads() < 2):
+        return F.linear(x, weight, bias)
+    blocks = weight.view(SPLIT_ROWS, N // SPLIT_ROWS, K).transpose(1, 2)  # (S, K, N/S)
+    out = torch.bmm(x.reshape(1, 1, K).expand(SPLIT_ROWS, 1, K), blocks)  # (S, 1, N/S)
+    return out.view(*x.shape[:-1], N)
+
 
 def _plain_block(block: nn.Module) -> bool:
     """Is `block` the standard pre-RMSNorm block (`LlamaAttention` on its fast path, a
@@ -158,6 +185,73 @@ def _plain_block(block: nn.Module) -> bool:
     return all(type(m) in _LEAF_TYPES for m in (*attn._modules.values(), *mlp._modules.values()))
 
 
+_FUSED = (("attn", ("w_q", "w_k", "w_v"), "_qkv"), ("mlp", ("w_gate", "w_up"), "_gate_up"))
+
+
+def fuse_projections(model: ModernDecoder) -> ModernDecoder:
+    """Lay each block's W_Q, W_K, W_V (and W_gate, W_up) out as consecutive rows of one
+    matrix, and keep that matrix beside them (``attn._qkv``, ``mlp._gate_up``): the
+    parameters stay what they were, each a view of its rows, so nothing else changes
+    (names, state_dict, hooks, in-place edits). A batch-1 decoding step of a
+    `LlamaDecoder` then makes one matrix-vector product where it made three (and two):
+    fewer calls and longer reads (bench/smollm2_formats.py). Anything that gives a
+    parameter new storage (``.data = ...``, ``copy.deepcopy``) ends the sharing, and the
+    step goes back to the separate products (`_fused_weight` checks, and drops the stale
+    copy); a `LlamaDecoder`'s ``.to(dtype)`` fuses again. Biased projections are left
+    as they are. Returns the model."""
+    if not isinstance(model, ModernDecoder):
+        raise TypeError(f"model: expected a lib.ModernDecoder, got {type(model).__name__}")
+    with torch.no_grad():
+        for block in model.blocks:
+            for part, names, attr in _FUSED:
+                module = getattr(block, part)
+                linears = [getattr(module, n, None) for n in names]
+                if not all(type(m) is nn.Linear and m.bias is None for m in linears):
+                    continue
+                fused = torch.cat([m.weight.detach() for m in linears])
+                start = 0
+                for m in linears:
+                    rows = m.weight.shape[0]
+                    m.weight.data = fused[start : start + rows]
+                    start += rows
+                setattr(module, attr, fused)
+    return model
+
+
+def drop_fused(model: nn.Module) -> bool:
+    """Forget the matrices `fuse_projections` kept (the parameters keep their values).
+    Returns whether there were any."""
+    found = False
+    for module in model.modules():
+        for _, _, attr in _FUSED:
+            if module.__dict__.pop(attr, None) is not None:
+                found = True
+    return found
+
+
+def _fused_weight(module: nn.Module, names: tuple[str, ...], attr: str) -> torch.Tensor | None:
+    """``module``'s fused matrix if the parameters ``names`` are still its consecutive
+    rows (same storage, same dtype, no bias), else None; a stale one (after
+    ``copy.deepcopy`` or ``.data = ...``) is dropped, its memory freed."""
+    fused = module.__dict__.get(attr)
+    if fused is None:
+        return None
+    ptr, step = fused.data_ptr(), fused.shape[1] * fused.element_size()
+    mods = module._modules
+    for n in names:
+        lin = mods[n]
+        w = lin.weight
+        if (w.data_ptr() != ptr or lin.bias is not None or w.dtype != fused.dtype
+                or w.shape[1] != fused.shape[1] or not w.is_contiguous()):
+            del module.__dict__[attr]
+            return None
+        ptr += w.shape[0] * step
+    if ptr != fused.data_ptr() + fused.shape[0] * step:
+        del module.__dict__[attr]
+        return None
+    return fused
+
+
 def _block_step(block: ModernBlock, x: torch.Tensor, cache: AttentionCache | None) -> torch.Tensor:
     """One standard block (`_plain_block`) as a flat sequence of tensor operations: the
     operations `ModernBlock.forward` runs, in the same order (so the same numbers, bit
@@ -169,9 +263,15 @@ def _block_step(block: ModernBlock, x: torch.Tensor, cache: AttentionCache | Non
     B, T, _ = x.shape
     offset = 0 if cache is None else cache.length
     h = _rms_norm(x, n1.weight, n1.bias, n1.eps)  # 1. pre-norm
-    q = F.linear(h, lin["w_q"].weight, lin["w_q"].bias)  # 2. projections, (B, T, h·d)
-    k = F.linear(h, lin["w_k"].weight, lin["w_k"].bias)  # (B, T, g·d)
-    v = F.linear(h, lin["w_v"].weight, lin["w_v"].bias)
+    one_row = B * T == 1  # a batch-1 decoding step: the fused matrices, if kept
+    qkv = _fused_weight(attn, _FUSED[0][1], "_qkv") if one_row else None
+    if qkv is not None:  # 2. projections, one product: (B, T, h·d + 2 g·d)
+        sizes = [lin[n].weight.shape[0] for n in ("w_q", "w_k", "w_v")]
+        q, k, v = _linear(h, qkv, None).split(sizes, dim=-1)
+    else:
+        q = _linear(h, lin["w_q"].weight, lin["w_q"].bias)  # 2. projections, (B, T, h·d)
+        k = _linear(h, lin["w_k"].weight, lin["w_k"].bias)  # (B, T, g·d)
+        v = _linear(h, lin["w_v"].weight, lin["w_v"].bias)
     q = q.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)  # (B, h, T, d)
     k = k.view(B, T, attn.n_kv_heads, attn.d_head).transpose(1, 2)  # (B, g, T, d)
     v = v.view(B, T, attn.n_kv_heads, attn.d_head).transpose(1, 2)
@@ -182,12 +282,17 @@ def _block_step(block: ModernBlock, x: torch.Tensor, cache: AttentionCache | Non
         k, v = cache.update_in_place(k, v)  # (B, g, offset + T, d)
     z = attn._fused(q, k, v, offset, T, k.shape[-2])  # 4. attention, (B, h, T, d)
     z = z.transpose(1, 2).reshape(B, T, attn.n_heads * attn.d_head)
-    x = x + F.linear(z, lin["w_o"].weight, lin["w_o"].bias)  # 5. W^O and the residual
+    x = x + _linear(z, lin["w_o"].weight, lin["w_o"].bias)  # 5. W^O and the residual
     h = _rms_norm(x, n2.weight, n2.bias, n2.eps)  # 6. SwiGLU on the second pre-norm
     ff = mlp._modules
-    gate = F.silu(F.linear(h, ff["w_gate"].weight, ff["w_gate"].bias))
-    up = gate * F.linear(h, ff["w_up"].weight, ff["w_up"].bias)
-    return x + F.linear(up, ff["w_down"].weight, ff["w_down"].bias)
+    gate_up = _fused_weight(mlp, _FUSED[1][1], "_gate_up") if one_row else None
+    if gate_up is not None:
+        gate, up = _linear(h, gate_up, None).split(ff["w_gate"].weight.shape[0], dim=-1)
+        up = F.silu(gate) * up
+    else:
+        gate = F.silu(_linear(h, ff["w_gate"].weight, ff["w_gate"].bias))
+        up = gate * _linear(h, ff["w_up"].weight, ff["w_up"].bias)
+    return x + _linear(up, ff["w_down"].weight, ff["w_down"].bias)
 
 
 class LlamaDecoder(ModernDecoder):
@@ -216,6 +321,25 @@ class LlamaDecoder(ModernDecoder):
             c = None if cache is None else cache.self_attn[i]
             x = _block_step(block, x, c) if _plain_block(block) else block(x, c)
         return x
+
+    def _apply(self, fn, recurse=True):
+        """``.to(dtype)``, ``.double()``, ...: every parameter gets new storage, so the
+        fused matrices (`fuse_projections`) would be stale copies holding memory; they
+        are dropped first and rebuilt from the new parameters after."""
+        fused = drop_fused(self)
+        out = super()._apply(fn, recurse)
+        return fuse_projections(self) if fused else out
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.nn.modules import module as _module
+
+        norm, head = self.final_norm, self.head
+        if (not self.fast or _module._global_forward_hooks or _module._global_forward_pre_hooks
+                or type(norm) is not RMSNorm or type(head) is not nn.Linear
+                or norm._forward_hooks or norm._forward_pre_hooks
+                or head._forward_hooks or head._forward_pre_hooks):
+            return super()._logits(x)
+        return _linear(_rms_norm(x, norm.weight, norm.bias, norm.eps), head.weight, head.bias)
 
 
 def set_fast_attention(model: ModernDecoder, fast: bool) -> ModernDecoder:

@@ -117,9 +117,9 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     """`RMSNorm`'s arithmetic without its checks (`lib.model.llama`'s decoding step runs
     it too, and must give the same numbers bit for bit)."""
     acc = torch.promote_types(x.dtype, torch.float32)
-    x32 = x.to(acc)
+    x32 = x if x.dtype == acc else x.to(acc)  # (no call for a no-op: a decoding step runs 61)
     y = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)  # unit RMS
-    y = y.to(x.dtype) * weight
+    y = (y if y.dtype == x.dtype else y.to(x.dtype)) * weight
     return y if bias is None else y + bias
 
 
@@ -175,7 +175,8 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
     """`apply_rotary`'s arithmetic without its checks."""
-    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    if cos.dtype != x.dtype:
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     if pairing == "interleaved":
         a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
         return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
@@ -543,7 +544,11 @@ class ModernDecoder(nn.Module):
         x = self._run_blocks(x, cache)
         if last_only:
             x = x[:, -1:]  # (B, 1, d_model)
-        return self.head(self.final_norm(x))  # (B, T, vocab_size), or (B, 1, vocab_size)
+        return self._logits(x)  # (B, T, vocab_size), or (B, 1, vocab_size)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The final norm and the head (`lib.model.llama` runs them faster)."""
+        return self.head(self.final_norm(x))
 
     def _run_blocks(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
         """The residual stream through every block (`lib.model.llama` runs it faster)."""

@@ -93,12 +93,15 @@ def quantize_int8(model: nn.Module, block_size: int | None = 32,
                   dtype: torch.dtype = torch.bfloat16) -> nn.Module:
     """A copy of the `lib.ModernDecoder` `model` with every bias-free nn.Linear (and a tied
     embedding) in int8 blocks; the rest (norm gains, activations) in ``dtype``."""
+    from lib.model.llama import drop_fused
     from lib.model.modern import ModernDecoder
 
     if not isinstance(model, ModernDecoder):
         raise TypeError(f"model: expected a lib.ModernDecoder, got {type(model).__name__}")
     tied = model.head.weight is model.embed.weight
-    new = copy.deepcopy(model).to(dtype)
+    new = copy.deepcopy(model)
+    drop_fused(new)  # the int8 blocks replace the products the fused matrices served
+    new = new.to(dtype)
     for name, module in list(new.named_modules()):
         for child_name, child in list(module.named_children()):
             if type(child) is nn.Linear and child.bias is None:
