@@ -22,7 +22,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def _chapter_recipe(dates, seed, steps):
+def _chapter_recipe(dates, seed, steps, label_smoothing=0.1):
     """Chapter 8's main training cell, written out (cells 25 and 28), for `steps` steps."""
     torch.manual_seed(seed)
     config = lib.TransformerConfig(
@@ -33,7 +33,7 @@ def _chapter_recipe(dates, seed, steps):
     rng = random.Random(seed)
     next_batch = lambda step: make_batch(sample_pairs(dates, 128, rng), DATE_VOCAB)  # noqa: E731
     lib.fit(model, next_batch, steps=steps, optimizer=optimizer, scheduler=scheduler,
-            label_smoothing=0.1, clip_norm=1.0)
+            label_smoothing=label_smoothing, clip_norm=1.0)
     return model.state_dict()
 
 
@@ -78,3 +78,25 @@ def test_bad_input_is_refused_before_training(dates):
         lib.start_date_model_run(dates, 1, warmup_steps=2.0)
     with pytest.raises(TypeError, match="step"):  # a misspelt keyword
         lib.start_date_model_run(dates, 1, step=3)
+
+
+def test_label_smoothing_is_an_argument(dates, one_thread):
+    """Chapter 8 trains the recipe without smoothing too, to compare the confidence."""
+    plain = lib.date_model_run(dates, 0, steps=3, label_smoothing=0.0)
+    assert _equal(plain, _chapter_recipe(dates, 0, 3, label_smoothing=0.0))
+    assert not _equal(plain, lib.date_model_run(dates, 0, steps=3))  # 0.1 by default
+    pending = lib.start_date_model_run(dates, 0, steps=3, label_smoothing=0.0)
+    assert _equal(pending.result().state_dict(), plain)
+
+
+def test_bad_label_smoothing_is_refused_before_training(dates):
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="label_smoothing"):
+            lib.date_model_run(dates, 1, label_smoothing=bad)
+        with pytest.raises(ValueError, match="label_smoothing"):  # in this process
+            lib.start_date_model_run(dates, 1, label_smoothing=bad)
+    for bad in ("0.1", None, True):
+        with pytest.raises(TypeError, match="label_smoothing"):
+            lib.date_model_run(dates, 1, label_smoothing=bad)
+        with pytest.raises(TypeError, match="label_smoothing"):
+            lib.start_date_model_run(dates, 1, label_smoothing=bad)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lib._checks import require_bool
+from lib._checks import require_bool, require_probability
 from lib.model.attention import causal_mask
 from lib.train.data import make_batch
 
@@ -489,7 +489,7 @@ class _Done:
         return self._value
 
 
-def _check_date_run(dates, seed, steps, batch_size, warmup_steps) -> list:
+def _check_date_run(dates, seed, steps, batch_size, warmup_steps, label_smoothing) -> list:
     """`date_model_run`'s arguments checked (before any training); returns the dates as a list."""
     for name, value in (("seed", seed), ("steps", steps), ("batch_size", batch_size),
                         ("warmup_steps", warmup_steps)):
@@ -497,6 +497,7 @@ def _check_date_run(dates, seed, steps, batch_size, warmup_steps) -> list:
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if name != "seed" and value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+    require_probability("label_smoothing", label_smoothing)  # a number in [0, 1)
     dates = list(dates)
     if not dates:
         raise ValueError("dates is empty: the run needs dates to draw batches from")
@@ -505,7 +506,7 @@ def _check_date_run(dates, seed, steps, batch_size, warmup_steps) -> list:
 
 def date_model_run(
     dates, seed: int, steps: int = 500, batch_size: int = 128, warmup_steps: int = 200,
-    factor: float = 0.5, clip_norm: float | None = 1.0,
+    factor: float = 0.5, clip_norm: float | None = 1.0, label_smoothing: float = 0.1,
 ) -> dict[str, torch.Tensor]:
     """Chapter 8's main date model trained again with another ``seed``; returns its weights.
 
@@ -513,15 +514,16 @@ def date_model_run(
     layers, d_ff 256, dropout 0.1, max_len 64, built after
     ``torch.manual_seed(seed)``; `noam_optimizer` (warm-up ``warmup_steps``,
     ``factor``); batches of ``batch_size`` pairs drawn from ``dates`` with
-    ``random.Random(seed)``; label smoothing 0.1 and gradient clipping at
-    ``clip_norm``. Run on one thread, it gives the chapter's weights bit for bit
-    for the chapter's seed. Returns the ``state_dict`` (load it into
-    `date_model_config().build()`).
+    ``random.Random(seed)``; label smoothing ``label_smoothing`` (the chapter's
+    0.1; chapter 8 also trains with 0, to compare the model's confidence) and
+    gradient clipping at ``clip_norm``. Run on one thread, it gives the chapter's
+    weights bit for bit for the chapter's seed. Returns the ``state_dict`` (load it
+    into `date_model_config().build()`).
     """
     from lib.train.dates import DATE_VOCAB, sample_pairs
     from lib.train.training import fit, noam_optimizer
 
-    dates = _check_date_run(dates, seed, steps, batch_size, warmup_steps)
+    dates = _check_date_run(dates, seed, steps, batch_size, warmup_steps, label_smoothing)
     torch.manual_seed(seed)
     model = date_model_config().build()
     optimizer, scheduler = noam_optimizer(model, d_model=64, warmup_steps=warmup_steps,
@@ -529,7 +531,7 @@ def date_model_run(
     rng = random.Random(seed)
     batches = lambda step: make_batch(sample_pairs(dates, batch_size, rng), DATE_VOCAB)  # noqa: E731
     fit(model, batches, steps=steps, optimizer=optimizer, scheduler=scheduler,
-        label_smoothing=0.1, clip_norm=clip_norm)
+        label_smoothing=label_smoothing, clip_norm=clip_norm)
     return model.state_dict()
 
 
@@ -583,7 +585,8 @@ def start_date_model_run(dates, seed: int, **kw) -> PendingModel:
     bound.apply_defaults()
     args = bound.arguments
     dates = _check_date_run(dates, seed, args["steps"], args["batch_size"],
-                            args["warmup_steps"])  # here, not in the background process
+                            args["warmup_steps"],
+                            args["label_smoothing"])  # here, not in the background process
     context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
     pool = ProcessPoolExecutor(1, mp_context=context, initializer=_one_thread)
     return PendingModel(pool.submit(_date_run, (dates, seed, kw)), pool)
