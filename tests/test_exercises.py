@@ -35,7 +35,7 @@ def test_wrong_answer_rejected_and_entry_named():
     result = check_attention(Q, K, V, [[E, 0.5]])
     assert not result.correct and not bool(result)
     assert result.wrong_entries == ((0, 1),)
-    assert "Wrong" in result.message and "[0, 1]" in result.message
+    assert "Wrong" in result.message and "entry 1 (0-based)" in result.message
     assert f"{1 - E:.4f}" not in result.message  # practice mode: the exact value stays hidden
     assert "0.5000" in result.message  # the learner's own value is quoted
 
@@ -175,3 +175,43 @@ def test_check_answer():
     # a single number, as a float or a 0-d tensor
     assert check_answer(0.11, torch.tensor(0.1084), atol=0.03)
     assert not check_answer(0.33, torch.tensor(0.1084), atol=0.03)
+
+
+# --- how a wrong entry is named (review of 2026-11-28, P3) --------------------------------
+
+
+def test_a_single_number_is_not_given_an_index():
+    result = check_answer(0.33, torch.tensor(0.1084), atol=0.03, what="weight")
+    assert not result and result.wrong_entries == ((0, 0),)
+    assert result.message.startswith("Wrong: the weight is off by more than 0.03.")
+    assert "[0, 0]" not in result.message and "entries" not in result.message
+    assert "row" not in result.message and "Your weight is 0.3300: recompute it" in result.message
+    revealed = check_answer(0.33, 0.1084, atol=0.03, what="weight", reveal=True)
+    assert "It is 0.3300; the exact value is 0.1084." in revealed.message
+    nan = check_answer(float("nan"), 0.1084, what="weight")
+    assert "It is NaN" in nan.message and "[0, 0]" not in nan.message
+
+
+def test_a_single_row_names_its_entries_by_one_index():
+    # a vector typed as a flat list or as one row: entry j, not [0, j]
+    for answer in ([2.38, 4.30], [[2.38, 4.30]]):
+        result = check_answer(answer, [[2.3790, 4.2438]], what="output row")
+        assert "1 of 2 entries of the output row is off" in result.message
+        assert "entry 1 (0-based)." in result.message and "Your entry 1 is 4.3000" in result.message
+        assert "[0, 1]" not in result.message and "[row, column]" not in result.message
+    both = check_answer([3.0, 2.0], [[-1.0, 2.0]], what="scores")
+    assert "1 of 2" in both.message and "entry 0 (0-based)" in both.message
+    two = check_answer([0.0, 0.0], [[-1.0, 2.0]], what="scores")
+    assert "2 of 2 entries of the scores are off" in two.message and "entries 0, 1 (0-based)" in two.message
+    nan = check_answer([1.0, float("nan")], [[1.0, 2.0]])
+    assert "the first at entry 1:" in nan.message
+    assert "Entry 1 is 4.3000; the exact value is 4.2438" in check_answer(
+        [2.38, 4.30], [[2.3790, 4.2438]], reveal=True).message
+
+
+def test_a_matrix_keeps_row_and_column():
+    result = check_answer([[1.0, 2.0], [3.0, 5.0]], [[1.0, 2.0], [3.0, 4.0]], what="scores")
+    assert "entry [1, 1] (0-based [row, column])" in result.message
+    assert "Your entry [1, 1] is 5.0000" in result.message
+    column = check_answer([[1.0], [5.0]], [[1.0], [4.0]])  # one column is still a matrix
+    assert "[1, 0]" in column.message and "[row, column]" in column.message

@@ -152,27 +152,39 @@ def _verdict(what: str, answer: torch.Tensor, expected: torch.Tensor, atol: floa
         return CheckResult(True, f"Right: every entry of the {what} is within {atol:g} of the exact value.", expected)
     entries = tuple((int(i), int(j)) for i, j in off.nonzero().tolist())
     i, j = entries[0]
-    where = ", ".join(f"[{a}, {b}]" for a, b in entries)
-    message = (
-        f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} are off by more than {atol:g}: "
-        f"{where} (0-based [row, column])."
-    )
     nan = torch.isnan(answer)
-    if bool(nan.any()):
-        first = tuple(int(x) for x in nan.nonzero()[0].tolist())
-        message += (
-            f" {int(nan.sum())} of them are NaN, the first at {list(first)}: a NaN is never right"
-            " (did a softmax overflow, or divide 0 by 0?)."
+    if answer.numel() == 1:  # a single number: no index to name
+        message = f"Wrong: the {what} is off by more than {atol:g}."
+        if bool(nan.any()):
+            message += " It is NaN: a NaN is never right (did a softmax overflow, or divide 0 by 0?)."
+        yours, first = f"Your {what} is", "It is"
+    else:
+        # a single row is a vector: entry j; a matrix keeps [row, column]
+        name = (lambda a, b: f"{b}") if answer.shape[0] == 1 else (lambda a, b: f"[{a}, {b}]")
+        where = ", ".join(name(a, b) for a, b in entries)
+        noun = "entry" if len(entries) == 1 else "entries"
+        verb = "is" if len(entries) == 1 else "are"
+        index = "0-based" if answer.shape[0] == 1 else "0-based [row, column]"
+        message = (
+            f"Wrong: {len(entries)} of {answer.numel()} entries of the {what} {verb} off by more "
+            f"than {atol:g}: {noun} {where} ({index})."
         )
+        if bool(nan.any()):
+            a, b = (int(x) for x in nan.nonzero()[0].tolist())
+            message += (
+                f" {int(nan.sum())} of them are NaN, the first at entry {name(a, b)}: a NaN is never"
+                " right (did a softmax overflow, or divide 0 by 0?)."
+            )
+        yours, first = f"Your entry {name(i, j)} is", f"Entry {name(i, j)} is"
     for slip in slips:
         if slip.value.shape == answer.shape and bool(((answer - slip.value).abs() <= atol).all()):
             message += f" These numbers match a classic slip: {slip.name}. {slip.hint}"
             return CheckResult(False, message, expected, entries, slip.name)
     if reveal:
-        message += f" Entry [{i}, {j}] is {answer[i, j].item():.4f}; the exact value is {expected[i, j].item():.4f}."
+        message += f" {first} {answer[i, j].item():.4f}; the exact value is {expected[i, j].item():.4f}."
     else:
         message += (
-            f" Your entry [{i}, {j}] is {answer[i, j].item():.4f}: recompute it"
+            f" {yours} {answer[i, j].item():.4f}: recompute it"
             " (reveal=True shows the exact value)."
         )
     return CheckResult(False, message, expected, entries)
