@@ -12,8 +12,10 @@ printed before and after. Printed per format: bytes read per token at batch 1 (w
 counted once + the KV cache at the mean context), tokens/s, lib/HF time ratio (goal:
 <= 0.67 at batch 1 with bfloat16 or int8, <= 1.0 in float32), the achieved bandwidth
 (bytes per token x tokens/s) as a fraction of the read plateau measured in the same run
-(goal >= 0.5 at batch 1), and bits per byte on the first --bpb-chars characters of the
-held-out Macbeth (bfloat16 within 0.01 of float32).
+(goal >= 0.5 at batch 1; also against a 1 GiB read measured in each round, right
+after that round's runs, so that a neighbour's load moves both alike), and bits per
+byte on the first --bpb-chars characters of the held-out Macbeth (bfloat16 within 0.01
+of float32).
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def bits_per_byte(model, tokenizer, chars: int) -> float:
     return nats * len(scored) / (n_bytes * math.log(2))
 
 
+def read_bandwidth(buffer: torch.Tensor, repeats: int = 3) -> float:
+    """Bytes per second of ``buffer.sum()``, the best of `repeats` (a read of the buffer)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        buffer.sum()
+        best = min(best, time.perf_counter() - start)
+    return buffer.numel() * buffer.element_size() / best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
@@ -63,6 +75,7 @@ def main() -> None:
                "int8": lib.quantize_int8(model, args.block)}
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     plateau = statistics.median(r[1] for r in curve(args.bandwidth_mib, 3) if r[0] >= min(256, args.bandwidth_mib)) * 1e9
+    big = torch.empty(2**30 // 4).uniform_()  # 1 GiB, 32 times this CPU's L3
     chat = tokenizer.apply_chat([{"role": "user", "content": "What is the capital of France?"}])
     cfg = model.config
     n = args.new
@@ -73,6 +86,7 @@ def main() -> None:
         for name, m in formats.items():
             runs[name] = lambda s=n, m=m: lib.generate(m, prompt, s, greedy=True)
         times = {k: [] for k in runs}
+        reads = []  # the read bandwidth measured in each round, beside its runs
         with torch.no_grad():
             for fn in runs.values():
                 fn(4)
@@ -81,6 +95,7 @@ def main() -> None:
                     wall, cpu = time.perf_counter(), time.process_time()
                     fn()
                     times[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+                reads.append(read_bandwidth(big))
         hf = statistics.median(c for c, _ in times["HF"])
         print(f"batch {batch}: median of {args.rounds} rounds (CPU s of the process; wall)")
         for name in runs:
@@ -91,9 +106,16 @@ def main() -> None:
                 kv = 2 * cfg.n_layers * cfg.n_kv_heads * (cfg.d_model // cfg.n_heads) * (
                     len(chat) + n / 2) * (4 if name == "float32" else 2)
                 per_token = lib.weight_bytes(formats[name]) + kv
+                # per round: achieved bytes/s over the read bandwidth of the same round
+                fractions = [per_token * n / w / r for (_, w), r in zip(times[name], reads)]
                 line += (f"  {per_token / 1e6:6.1f} MB/token  bandwidth {per_token * n / wall / 1e9:5.1f}"
-                         f" GB/s = {per_token * n / wall / plateau:4.2f} of the plateau")
+                         f" GB/s = {per_token * n / wall / plateau:4.2f} of the plateau, "
+                         f"{statistics.median(fractions):4.2f} of each round's read "
+                         f"({min(fractions):.2f}-{max(fractions):.2f})")
             print(line, flush=True)
+        if batch == 1:
+            print(f"  read bandwidth in the rounds: "
+                  f"{', '.join(f'{r / 1e9:.1f}' for r in reads)} GB/s", flush=True)
     print(f"read plateau {plateau / 1e9:.1f} GB/s; load average after: "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for name, m in formats.items():
