@@ -12,7 +12,8 @@ model (SmolLM2, a Llama-architecture model) into `ModernDecoder`.
     no biases     every linear map without its bias
 
 Rotary pairing. ``pairing="interleaved"`` rotates features (2i, 2i+1) of each
-head, the convention of chapter 6 and of the GGUF files (llama.cpp);
+head, the convention of chapter 6 and of llama.cpp for the Llama architecture's GGUF
+files (other architectures in GGUF, such as GPT-NeoX's, rotate halves);
 ``pairing="half"`` rotates (i, i + d_head/2), Hugging Face's ``rotate_half``.
 Both turn pair i by θ = p · ω_i, ω_i = base^(-2i/d_head), with RoFormer's and
 LLaMA's sign: [a, b] -> [a cos θ - b sin θ, a sin θ + b cos θ]. The two
@@ -347,7 +348,8 @@ class ModernConfig:
     The defaults are a small Llama-style model; chapter 11's decoder is
     ``norm="layer", position="learned", ffn="gelu", bias=True, n_kv_heads=n_heads``.
     ``rope_pairing`` (not part of the 2017/Llama choice list) says which
-    feature pairs rotary embeddings rotate: "interleaved" (GGUF) or "half" (Hugging Face).
+    feature pairs rotary embeddings rotate: "interleaved" (llama.cpp's, for Llama-architecture
+    GGUF files) or "half" (Hugging Face's).
     ``position="none"`` gives the model no position signal but the causal mask (NoPE,
     chapter 14's control; Kazemnejad et al. 2023).
     """
