@@ -29,7 +29,7 @@ import time
 import torch
 
 import lib
-from bandwidth import curve  # bench/bandwidth.py, beside this script
+from bandwidth import best_seconds, curve  # bench/bandwidth.py, beside this script
 
 
 def bits_per_byte(model, tokenizer, chars: int) -> float:
@@ -44,12 +44,7 @@ def bits_per_byte(model, tokenizer, chars: int) -> float:
 
 def read_bandwidth(buffer: torch.Tensor, repeats: int = 3) -> float:
     """Bytes per second of ``buffer.sum()``, the best of `repeats` (a read of the buffer)."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        buffer.sum()
-        best = min(best, time.perf_counter() - start)
-    return buffer.numel() * buffer.element_size() / best
+    return buffer.numel() * buffer.element_size() / best_seconds(buffer.sum, repeats)
 
 
 def main() -> None:

@@ -141,6 +141,18 @@ class LlamaAttention(GroupedQueryAttention):
 
 _LEAF_TYPES = (nn.Linear, HookPoint)
 
+
+def _global_hooks() -> bool:
+    """Is a forward hook registered for every module (``register_module_forward_hook``)?"""
+    from torch.nn.modules import module as _module
+
+    return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks)
+
+
+def _hooked(*modules: nn.Module) -> bool:
+    """Does any of ``modules`` carry a forward hook or pre-hook of its own?"""
+    return any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+
 # Batch-1 decoding multiplies one row x (1, K) by each weight W (N, K). On the 2-core AMD
 # machine this course is built on, PyTorch's float32 matrix-vector product runs on one
 # core and reads about 10 GB/s, while two cores read about 27 GB/s
@@ -179,9 +191,8 @@ def _plain_block(block: nn.Module) -> bool:
             or type(mlp) is not SwiGLU or type(parts["norm1"]) is not RMSNorm
             or type(parts["norm2"]) is not RMSNorm):
         return False
-    for m in (block, *parts.values(), *attn._modules.values(), *mlp._modules.values()):
-        if m._forward_hooks or m._forward_pre_hooks:
-            return False
+    if _hooked(block, *parts.values(), *attn._modules.values(), *mlp._modules.values()):
+        return False
     return all(type(m) in _LEAF_TYPES for m in (*attn._modules.values(), *mlp._modules.values()))
 
 
@@ -313,9 +324,7 @@ class LlamaDecoder(ModernDecoder):
         self.fast = True
 
     def _run_blocks(self, x: torch.Tensor, cache) -> torch.Tensor:
-        from torch.nn.modules import module as _module
-
-        if not self.fast or _module._global_forward_hooks or _module._global_forward_pre_hooks:
+        if not self.fast or _global_hooks():
             return super()._run_blocks(x, cache)
         for i, block in enumerate(self.blocks):
             c = None if cache is None else cache.self_attn[i]
@@ -331,13 +340,9 @@ class LlamaDecoder(ModernDecoder):
         return fuse_projections(self) if fused else out
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        from torch.nn.modules import module as _module
-
         norm, head = self.final_norm, self.head
-        if (not self.fast or _module._global_forward_hooks or _module._global_forward_pre_hooks
-                or type(norm) is not RMSNorm or type(head) is not nn.Linear
-                or norm._forward_hooks or norm._forward_pre_hooks
-                or head._forward_hooks or head._forward_pre_hooks):
+        if (not self.fast or _global_hooks() or type(norm) is not RMSNorm
+                or type(head) is not nn.Linear or _hooked(norm, head)):
             return super()._logits(x)
         return _linear(_rms_norm(x, norm.weight, norm.bias, norm.eps), head.weight, head.bias)
 
