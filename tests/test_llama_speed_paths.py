@@ -1,4 +1,5 @@
-"""The SmolLM2 decoding path's speed-ups (lib.model.llama.LlamaAttention and
+"""The SmolLM2 decoding path's speed-ups (lib.model.llama.LlamaAttention, the flat block
+step, the batch-1 `_TokenPlan`, the split and fused products, and
 AttentionCache.update_in_place, measured in bench/smollm2.py) compute exactly what the
 plain path computes: checked on tiny random Llama configurations (grouped-query
 attention included, both rotary pairings) against `ModernDecoder`'s own attention
@@ -106,6 +107,12 @@ def test_update_in_place_equals_update_across_buffer_growth_and_reorder():
     earlier = kg.clone()
     grown.update_in_place(k, v)  # a later step does not change the keys returned before
     assert torch.equal(kg, earlier)
+    concatenated.update(k, v)
+    for cache in (grown, concatenated):  # keys replaced from outside: not the buffer's
+        cache.k, cache.v = cache.k * 2, cache.v - 1
+    kg, vg = grown.update_in_place(k, v)
+    kc, vc = concatenated.update(k, v)
+    assert torch.equal(kg, kc) and torch.equal(vg, vc)
     with pytest.raises(ValueError, match="continue"):
         grown.update_in_place(torch.randn(1, 3, 1, 4), torch.randn(1, 3, 1, 4))
     with pytest.raises(ValueError, match="reserve"):
@@ -297,3 +304,154 @@ def test_fused_matrices_follow_in_place_edits_and_are_dropped_when_storage_chang
         assert torch.allclose(double(step), plain.double()(step), rtol=0, atol=1e-10)
     with pytest.raises(TypeError, match="model"):
         fuse_projections(torch.nn.Linear(2, 2))
+
+
+# ------------------------------------------- the batch-1 decoding step (_TokenPlan)
+
+
+def _plan_runs(monkeypatch):
+    """Count the steps `_TokenPlan.run` takes; returns the counter."""
+    import lib.model.llama as llama
+
+    calls = []
+    original = llama._TokenPlan.run
+
+    def counted(self, x, cache):
+        calls.append(x.shape)
+        return original(self, x, cache)
+
+    monkeypatch.setattr(llama._TokenPlan, "run", counted)
+    return calls
+
+
+def _steps(model, prompt, tokens):
+    """Prefill `prompt` (1, P), then feed `tokens` one at a time: the logits of each call
+    and the cache."""
+    cache = lib.KVCache(len(model.blocks))
+    out = [model(prompt, cache=cache)]
+    for t in tokens:
+        out.append(model(torch.tensor([[t]]), cache=cache))
+    return out, cache
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
+def test_token_plan_equals_the_plain_models_cached_steps_bit_for_bit(monkeypatch, pairing,
+                                                                     n_kv_heads):
+    plain, fast = _tiny(pairing, n_kv_heads, seed=31)
+    fuse_projections(fast)
+    runs = _plan_runs(monkeypatch)
+    prompt = torch.randint(0, 50, (1, 5), generator=torch.Generator().manual_seed(32))
+    with torch.no_grad():
+        a, c_plain = _steps(plain, prompt, [3, 17, 42, 0, 9])
+        b, c_fast = _steps(fast, prompt, [3, 17, 42, 0, 9])
+        assert len(runs) == 5  # every one-token step took the plan
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+        for p, f in zip(c_plain.self_attn, c_fast.self_attn):
+            assert torch.equal(p.k, f.k) and torch.equal(p.v, f.v)
+        # from an empty cache too (position 0), and at batch 2 the plan does not run
+        assert torch.equal(fast(prompt[:, :1], cache=lib.KVCache(2)), plain(prompt[:, :1]))
+        two = prompt[:, :2].reshape(2, 1)
+        assert torch.equal(fast(two, cache=lib.KVCache(2)), plain(two))
+        assert len(runs) == 6
+
+
+def test_token_plan_with_split_products_equals_the_block_steps(monkeypatch):
+    import lib.model.llama as llama
+
+    _, fast = _mid(33)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    reference = copy.deepcopy(fast)
+    fuse_projections(reference)
+    runs = _plan_runs(monkeypatch)
+    calls = _bmm_calls(monkeypatch)
+    prompt = torch.randint(0, 300, (1, 7), generator=torch.Generator().manual_seed(34))
+    tokens = [5, 250, 17, 99]
+    with torch.no_grad():
+        b, c_fast = _steps(fast, prompt, tokens)
+        assert len(runs) == 4 and (8, 256, 512 // 8) in calls  # the plan, split products
+        monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+        calls.clear()
+        fast(prompt[:, :1], cache=lib.KVCache(2))
+        assert len(runs) == 5 and calls == []  # one thread: a new plan, nothing split
+        monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+        monkeypatch.setattr(llama._TokenPlan, "build", classmethod(lambda cls, model: None))
+        a, c_ref = _steps(reference, prompt, tokens)  # block by block, `_block_step`
+    assert len(runs) == 5
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)  # the same operations: bit for bit
+    for p, f in zip(c_ref.self_attn, c_fast.self_attn):
+        assert torch.equal(p.k, f.k) and torch.equal(p.v, f.v)
+
+
+def test_token_plan_is_left_or_rebuilt_when_the_model_changes(monkeypatch):
+    plain, fast = _tiny("interleaved", 2, seed=35)
+    fuse_projections(fast)
+    runs = _plan_runs(monkeypatch)
+    step = torch.tensor([[7]])
+    with torch.no_grad():
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 1
+        seen = []
+        hooks = [m.blocks[1].mlp.w_down.register_forward_hook(
+            lambda mod, inp, out: (seen.append(1), out * 0.5)[1]) for m in (plain, fast)]
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 1 and len(seen) == 2  # the hook ran in both models, no plan
+        for h in hooks:
+            h.remove()
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 2  # hook gone: the plan again
+        for model in (plain, fast):  # an in-place edit: seen through the plan's views
+            model.blocks[0].attn.w_o.weight.mul_(-2)
+            model.blocks[1].norm2.weight.add_(1)
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 3
+        old = fast.__dict__["_plan"]
+        new = torch.randn(32, 48, generator=torch.Generator().manual_seed(36))
+        for model in (plain, fast):  # new storage for W_down: a new plan, the new values
+            model.blocks[0].mlp.w_down.weight.data = new.clone()
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 4 and fast.__dict__["_plan"] is not old
+        plain.blocks[1].norm1.eps = fast.blocks[1].norm1.eps = 0.25  # read at every step
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 5
+        for model in (plain, fast):  # a new module in a block's place: a new plan
+            torch.manual_seed(39)
+            model.blocks[1].attn.w_o = torch.nn.Linear(32, 32, bias=False)
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 6
+        gain = 1 + torch.rand(32, generator=torch.Generator().manual_seed(40))
+        for model in (plain, fast):  # a new parameter in a module: a new plan
+            model.blocks[0].norm1.weight = torch.nn.Parameter(gain.clone())
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 7
+        fast.blocks[0].attn.fast = False  # one attention off: the blocks' own forwards
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        set_fast_attention(fast, False)
+        assert torch.equal(fast(step, cache=lib.KVCache(2)), plain(step))
+        assert len(runs) == 7  # the switch: no plan
+        set_fast_attention(fast, True)
+        double = fast.double()  # .to(): the plan (views of the float32 weights) is dropped
+        assert "_plan" not in double.__dict__
+        assert torch.allclose(double(step, cache=lib.KVCache(2)), plain.double()(step),
+                              rtol=0, atol=1e-12)
+        assert double.__dict__["_plan"].blocks[0][2].weight.dtype == torch.float64
+
+
+def test_token_plan_rotates_positions_past_the_first_rotary_table():
+    torch.manual_seed(37)
+    config = ModernConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
+                          d_ff=48, max_len=1400, rope_base=500.0)
+    plain = _random_norms(ModernDecoder(config).eval())
+    fast = llama_decoder(config).eval()
+    fast.load_state_dict(plain.state_dict())
+    fuse_projections(fast)
+    prompt = torch.randint(0, 50, (1, 1100), generator=torch.Generator().manual_seed(38))
+    with torch.no_grad():  # the tables start at 512 positions and grow (1100 -> 2200, capped)
+        a, _ = _steps(plain, prompt[:, :600], prompt[0, 600:603].tolist())
+        b, _ = _steps(fast, prompt[:, :600], prompt[0, 600:603].tolist())
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+        a, _ = _steps(plain, prompt, [1, 2])
+        b, _ = _steps(fast, prompt, [1, 2])
+        assert all(torch.equal(x, y) for x, y in zip(a, b))

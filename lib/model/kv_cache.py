@@ -48,6 +48,7 @@ class AttentionCache:
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
         self._buffers: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)  # update_in_place
+        self._views: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)  # its last k, v
 
     @property
     def length(self) -> int:
@@ -81,6 +82,17 @@ class AttentionCache:
         Used by the SmolLM2 decoding path (`lib.model.llama`, bench/smollm2.py).
         """
         require_positive_int("reserve", reserve)
+        buf_k, buf_v = self._buffers
+        t, m = self.length, k.shape[-2]
+        if (self.k is self._views[0] and self.v is self._views[1] and buf_k is not None
+                and t + m <= buf_k.shape[-2] and k.dtype == buf_k.dtype and k.device == buf_k.device
+                and k.shape[:2] == buf_k.shape[:2] and k.shape[-1] == buf_k.shape[-1]):
+            # self.k and self.v are still the views this method made last time (nothing
+            # replaced them), and the new positions fit: write them, no other check
+            buf_k[:, :, t : t + m] = k
+            buf_v[:, :, t : t + m] = v
+            self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
+            return self.k, self.v
         if self.static:
             return self.update(k, v)
         if self.k is not None and (k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]):
@@ -88,8 +100,6 @@ class AttentionCache:
                 f"the new keys {tuple(k.shape)} do not continue the cached ones "
                 f"{tuple(self.k.shape)}: same batch, heads and d_k needed"
             )
-        t, m = self.length, k.shape[-2]
-        buf_k, buf_v = self._buffers
         fits = (
             buf_k is not None and self.k is not None
             and self.k.data_ptr() == buf_k.data_ptr() and self.v.data_ptr() == buf_v.data_ptr()
@@ -107,7 +117,7 @@ class AttentionCache:
             self._buffers = (buf_k, buf_v)
         buf_k[:, :, t : t + m] = k
         buf_v[:, :, t : t + m] = v
-        self.k, self.v = buf_k[:, :, : t + m], buf_v[:, :, : t + m]
+        self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
         return self.k, self.v
 
     def reorder(self, rows: torch.Tensor) -> None:
