@@ -122,19 +122,25 @@ def test_update_in_place_equals_update_across_buffer_growth_and_reorder():
 # --------------------------------------------------------------------------- LlamaDecoder's flat block step
 
 
+def _counted(monkeypatch, owner, name: str) -> list:
+    """Patch ``owner.name`` with a wrapper that records each call's first argument (a
+    block for `_block_step`, the plan for `_TokenPlan.run`); returns the record."""
+    calls = []
+    original = getattr(owner, name)
+
+    def counted(first, *args):
+        calls.append(first)
+        return original(first, *args)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def _count_block_steps(monkeypatch):
-    """Patch lib.model.llama._block_step with a counting wrapper; returns the counter."""
+    """Count the blocks lib.model.llama._block_step runs."""
     import lib.model.llama as llama
 
-    calls = []
-    original = llama._block_step
-
-    def counted(block, x, cache):
-        calls.append(block)
-        return original(block, x, cache)
-
-    monkeypatch.setattr(llama, "_block_step", counted)
-    return calls
+    return _counted(monkeypatch, llama, "_block_step")
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -310,18 +316,10 @@ def test_fused_matrices_follow_in_place_edits_and_are_dropped_when_storage_chang
 
 
 def _plan_runs(monkeypatch):
-    """Count the steps `_TokenPlan.run` takes; returns the counter."""
+    """Count the steps `_TokenPlan.run` takes."""
     import lib.model.llama as llama
 
-    calls = []
-    original = llama._TokenPlan.run
-
-    def counted(self, x, cache):
-        calls.append(x.shape)
-        return original(self, x, cache)
-
-    monkeypatch.setattr(llama._TokenPlan, "run", counted)
-    return calls
+    return _counted(monkeypatch, llama._TokenPlan, "run")
 
 
 def _steps(model, prompt, tokens):

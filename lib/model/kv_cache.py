@@ -100,21 +100,16 @@ class AttentionCache:
                 f"the new keys {tuple(k.shape)} do not continue the cached ones "
                 f"{tuple(self.k.shape)}: same batch, heads and d_k needed"
             )
-        fits = (
-            buf_k is not None and self.k is not None
-            and self.k.data_ptr() == buf_k.data_ptr() and self.v.data_ptr() == buf_v.data_ptr()
-            and self.k.shape == buf_k[:, :, :t].shape and self.k.stride() == buf_k.stride()
-            and buf_k.dtype == k.dtype and buf_k.device == k.device and t + m <= buf_k.shape[-2]
-        )
-        if not fits:  # a new buffer: the cached positions copied once, room to grow
-            B, h, _, d = k.shape
-            size = t + m + max(reserve, t + m)
-            buf_k = k.new_empty(B, h, size, d)
-            buf_v = v.new_empty(B, h, size, v.shape[-1])
-            if t:
-                buf_k[:, :, :t] = self.k
-                buf_v[:, :, :t] = self.v
-            self._buffers = (buf_k, buf_v)
+        # a new buffer (the first, a full one, or self.k replaced from outside): the
+        # cached positions copied once, room to grow
+        B, h, _, d = k.shape
+        size = t + m + max(reserve, t + m)
+        buf_k = k.new_empty(B, h, size, d)
+        buf_v = v.new_empty(B, h, size, v.shape[-1])
+        if t:
+            buf_k[:, :, :t] = self.k
+            buf_v[:, :, :t] = self.v
+        self._buffers = (buf_k, buf_v)
         buf_k[:, :, t : t + m] = k
         buf_v[:, :, t : t + m] = v
         self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])

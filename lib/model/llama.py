@@ -196,9 +196,20 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) ->
     N, K = weight.shape
     if x.numel() != K or x.dtype != torch.float32 or not _splits(weight, bias):
         return F.linear(x, weight, bias)
-    blocks = weight.view(SPLIT_ROWS, N // SPLIT_ROWS, K).transpose(1, 2)  # (S, K, N/S)
-    out = torch.bmm(x.reshape(1, 1, K).expand(SPLIT_ROWS, 1, K), blocks)  # (S, 1, N/S)
-    return out.view(*x.shape[:-1], N)
+    return _split_product(x, _row_blocks(weight)).view(*x.shape[:-1], N)
+
+
+def _row_blocks(weight: torch.Tensor) -> torch.Tensor:
+    """W (N, K) as SPLIT_ROWS blocks (S, K, N/S): block j is W's rows j·N/S .. (j+1)·N/S - 1."""
+    N, K = weight.shape
+    return weight.view(SPLIT_ROWS, N // SPLIT_ROWS, K).transpose(1, 2)
+
+
+def _split_product(x: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+    """One row x (K numbers) times the row blocks of `_row_blocks`, as one `torch.bmm`:
+    (S, 1, N/S), W's N outputs in order."""
+    K = blocks.shape[1]
+    return torch.bmm(x.reshape(1, 1, K).expand(SPLIT_ROWS, 1, K), blocks)
 
 
 def _splits(weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
@@ -214,21 +225,17 @@ class _Row:
     for bit), with the row-block view of the weight taken once: `_TokenPlan` keeps one
     per projection."""
 
-    __slots__ = ("weight", "bias", "blocks", "n", "k")
+    __slots__ = ("weight", "bias", "blocks")
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None):
         self.weight, self.bias = weight, bias
-        self.n, self.k = weight.shape
-        self.blocks = None
-        if _splits(weight, bias):  # (S, K, N/S): block j is W's rows j·N/S .. (j+1)·N/S - 1
-            self.blocks = weight.view(SPLIT_ROWS, self.n // SPLIT_ROWS, self.k).transpose(1, 2)
+        self.blocks = _row_blocks(weight) if _splits(weight, bias) else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """x (1, 1, K) -> (1, 1, N)."""
         if self.blocks is None or x.dtype != torch.float32:
             return F.linear(x, self.weight, self.bias)
-        out = torch.bmm(x.view(1, 1, self.k).expand(SPLIT_ROWS, 1, self.k), self.blocks)
-        return out.view(1, 1, self.n)
+        return _split_product(x, self.blocks).view(1, 1, self.weight.shape[0])
 
 
 def _plain_block(block: nn.Module) -> bool:
@@ -416,10 +423,7 @@ class _TokenPlan:
         for tensor, ptr in self.storage:
             if tensor.data_ptr() != ptr:
                 return False
-        for m in self.modules:
-            if m._forward_hooks or m._forward_pre_hooks:
-                return False
-        return all(a.fast for a in self.attns)
+        return not _hooked(*self.modules) and all(a.fast for a in self.attns)
 
     def run(self, x: torch.Tensor, cache) -> torch.Tensor:
         """x (1, 1, d_model), one new token -> (1, 1, d_model), the cache grown by one:
