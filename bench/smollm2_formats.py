@@ -1,12 +1,13 @@
 """SmolLM2-135M greedy decoding with its weights in float32, bfloat16 and int8 blocks
-(`lib.quantize_int8`), against Hugging Face's float32 ``generate`` (chapter 17, item 5 of
+(`lib.quantize_int8`), and in float32 with lib's compiled step (`lib.native_decoding`,
+left out with --no-native), against Hugging Face's float32 ``generate`` (chapter 17, item 5 of
 issue 36).
 
 Run:  .venv/bin/python bench/smollm2_formats.py [--threads 2] [--rounds 5] [--new 128]
           [--batch 1 8] [--block 32] [--bpb-chars 30000]
 
 Per batch size, the runs are interleaved round by round (HF, lib float32, lib bfloat16,
-lib int8, HF, ...) so neighbours' load hits all alike; the figure is the MEDIAN over
+lib int8, lib float32 native, HF, ...) so neighbours' load hits all alike; the figure is the MEDIAN over
 --rounds of CPU seconds of this process (and wall seconds), with the load average
 printed before and after. Printed per format: bytes read per token at batch 1 (weights
 counted once + the KV cache at the mean context), tokens/s, lib/HF time ratio (goal:
@@ -56,6 +57,8 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=32)
     parser.add_argument("--bpb-chars", type=int, default=30_000)
     parser.add_argument("--bandwidth-mib", type=int, default=2048)
+    parser.add_argument("--no-native", action="store_true",
+                        help="leave out lib's compiled step (lib.native_decoding)")
     args = parser.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     torch.set_num_threads(args.threads)
@@ -68,6 +71,8 @@ def main() -> None:
         path.parent, gguf_file=path.name, dtype=torch.float32).eval()
     formats = {"float32": model, "bfloat16": lib.load_smollm2(torch.bfloat16)[0],
                "int8": lib.quantize_int8(model, args.block)}
+    if not args.no_native:  # float32 with the compiled step (lib.native_decoding)
+        formats["f32 native"] = lib.native_decoding(lib.load_smollm2()[0])
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     plateau = statistics.median(r[1] for r in curve(args.bandwidth_mib, 3) if r[0] >= min(256, args.bandwidth_mib)) * 1e9
     big = torch.empty(2**30 // 4).uniform_()  # 1 GiB, 32 times this CPU's L3
@@ -99,7 +104,7 @@ def main() -> None:
             line = f"  {name:>8}  {batch * n / wall:7.1f} tok/s wall  lib/HF CPU {cpu / hf:5.2f}"
             if name != "HF" and batch == 1:
                 kv = 2 * cfg.n_layers * cfg.n_kv_heads * (cfg.d_model // cfg.n_heads) * (
-                    len(chat) + n / 2) * (4 if name == "float32" else 2)
+                    len(chat) + n / 2) * (4 if "32" in name else 2)
                 per_token = lib.weight_bytes(formats[name]) + kv
                 # per round: achieved bytes/s over the read bandwidth of the same round
                 fractions = [per_token * n / w / r for (_, w), r in zip(times[name], reads)]
@@ -114,6 +119,8 @@ def main() -> None:
     print(f"read plateau {plateau / 1e9:.1f} GB/s; load average after: "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for name, m in formats.items():
+        if name == "f32 native":  # scoring runs whole windows, never the one-token step
+            continue
         print(f"bits per byte, {args.bpb_chars:,d} characters of Macbeth, {name}: "
               f"{bits_per_byte(m, tokenizer, args.bpb_chars):.4f}", flush=True)
 

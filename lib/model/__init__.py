@@ -139,3 +139,8 @@ from lib.model.quantized import (  # noqa: E402
 )
 
 __all__ += ["Int8Embedding", "Int8Linear", "int8_blocks", "quantize_int8", "weight_bytes"]
+
+# An optional compiled batch-1 decoding step (chapter 17; needs a C++ compiler).
+from lib.model.native import native_available, native_decoding  # noqa: E402
+
+__all__ += ["native_available", "native_decoding"]

@@ -115,6 +115,24 @@ class AttentionCache:
         self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
         return self.k, self.v
 
+    def room(self, m: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The buffers `update_in_place` made, (B, h, capacity, d_k) each, if ``self.k``
+        and ``self.v`` are still its views and m more positions fit; else None. For a
+        step that writes positions t .. t + m - 1 itself (`lib.model.native`), then
+        calls `advance`."""
+        buf_k, buf_v = self._buffers
+        if (self.static or buf_k is None or self.k is not self._views[0] or self.v is not self._views[1]
+                or self.length + m > buf_k.shape[-2]):
+            return None
+        return buf_k, buf_v
+
+    def advance(self, m: int) -> None:
+        """After a step wrote m new positions into the buffers of `room`: the cache holds
+        them (``self.k`` and ``self.v`` are views of the first t + m positions)."""
+        buf_k, buf_v = self._buffers
+        t = self.length
+        self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
+
     def reorder(self, rows: torch.Tensor) -> None:
         """Keep the batch rows `rows` (in that order), e.g. the surviving beams."""
         if self.k is not None:

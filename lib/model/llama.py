@@ -380,6 +380,7 @@ class _TokenPlan:
         self.blocks, self.same, self.storage = blocks, same, storage
         self.modules, self.attns = modules, attns
         self.threads = torch.get_num_threads()
+        self._native: list | None | bool = False  # native_weights() not asked yet
 
     @classmethod
     def build(cls, model: "LlamaDecoder") -> "_TokenPlan | None":
@@ -425,12 +426,49 @@ class _TokenPlan:
                 return False
         return not _hooked(*self.modules) and all(a.fast for a in self.attns)
 
-    def run(self, x: torch.Tensor, cache) -> torch.Tensor:
+    def native_weights(self) -> list[torch.Tensor] | None:
+        """The tensors `lib.model.native`'s step reads, 6 a block (norm1's weight, the
+        QKV, W^O, gate-up and down row blocks of `_Row`, norm2's weight), or None if a
+        block is not one it computes: a bias anywhere, a dtype other than float32,
+        blocks of different shapes, eps or rotary tables. A product `_Row` does not split
+        (one thread) is one block, W transposed (1, K, N).
+        ``shapes`` holds (H, G, D, d_ff, eps). Gathered once per plan."""
+        if self._native is False:
+            self._native = self._gather_native()
+        return self._native
+
+    def _gather_native(self) -> list[torch.Tensor] | None:
+        flat, shapes, tables = [], set(), set()
+        for n1, attn, qkv, w_o, n2, gate_up, d_ff, down in self.blocks:
+            rows = (qkv, w_o, gate_up, down)
+            if (any(r.bias is not None or r.weight.dtype != torch.float32
+                    or not r.weight.is_contiguous() for r in rows)
+                    or n1.bias is not None or n2.bias is not None or n1.eps != n2.eps
+                    or n1.weight.dtype != torch.float32 or n2.weight.dtype != torch.float32):
+                return None
+            shapes.add((attn.n_heads, attn.n_kv_heads, attn.d_head, d_ff, n1.eps))
+            tables.add((id(attn.rope_table), attn.pairing))
+            q, o, gu, dn = (r.blocks if r.blocks is not None else r.weight.t().unsqueeze(0)
+                            for r in rows)  # split into row blocks, or one block (1, K, N)
+            flat += [n1.weight, q, o, n2.weight, gu, dn]
+        if len(shapes) != 1 or len(tables) != 1:
+            return None
+        self.shapes = shapes.pop()
+        return [t.detach() for t in flat]
+
+    def run(self, x: torch.Tensor, cache, native=None) -> torch.Tensor:
         """x (1, 1, d_model), one new token -> (1, 1, d_model), the cache grown by one:
         `_block_step`'s operations in the same order (bit for bit the same numbers,
         tests/test_llama_speed_paths.py), in about half as many tensor calls. Q's and
         K's heads are rotated at once, as one tensor, with `_RotaryTable.pairs` (no
-        strided halves, no stack)."""
+        strided halves, no stack). With ``native`` (the module `lib.model.native` built),
+        the whole step runs there when it can (`lib.model.native._step`)."""
+        if native is not None and not any("_fused" in a.__dict__ for a in self.attns):
+            from lib.model.native import _step
+
+            out = _step(native, self, x, cache)
+            if out is not None:
+                return out
         for (n1, attn, qkv, w_o, n2, gate_up, d_ff, down), c in zip(self.blocks, cache.self_attn):
             H, G, D = attn.n_heads, attn.n_kv_heads, attn.d_head
             offset = c.length
@@ -468,7 +506,9 @@ class LlamaDecoder(ModernDecoder):
     the KV cache) runs all blocks from a `_TokenPlan`, the same operations again with
     about half the tensor calls (SmolLM2, 64 greedy tokens, 2 threads, median of 5
     interleaved runs: about 47 ms a token against 55 block by block, of which the
-    matrix-vector products alone take about 29; measured 2026-11-29)."""
+    matrix-vector products alone take about 29; measured 2026-11-29). With
+    `lib.native_decoding` the plan's step runs in compiled code (`lib.model.native`)
+    whenever it can."""
 
     def __init__(self, config: ModernConfig):
         super().__init__(config)
@@ -482,7 +522,7 @@ class LlamaDecoder(ModernDecoder):
             if plan is None or not plan.still_valid():
                 plan = self.__dict__["_plan"] = _TokenPlan.build(self)
             if plan is not None:
-                return plan.run(x, cache)
+                return plan.run(x, cache, self.__dict__.get("_native"))
         for i, block in enumerate(self.blocks):
             c = None if cache is None else cache.self_attn[i]
             x = _block_step(block, x, c) if _plain_block(block) else block(x, c)
