@@ -42,7 +42,14 @@ class _Counting:
         return self.module.decode_step(*args)
 
 
-def _pair(pairing: str = "interleaved", n_kv_heads: int = 2, seed: int = 0, bias=False):
+def _count(monkeypatch) -> _Counting:
+    """Count the compiled step's calls from here on (for the rest of the test)."""
+    counter = _Counting(native._load())
+    monkeypatch.setattr(native, "_module", counter)
+    return counter
+
+
+def _pair(monkeypatch, pairing: str = "interleaved", n_kv_heads: int = 2, seed: int = 0):
     """A plain `ModernDecoder` and the same weights as a fused `LlamaDecoder` running the
     native step (counted); matrices of at least 2**16 weights, so every product splits.
     Norm gains away from 1, so that a step reading the wrong norm gives other numbers."""
@@ -60,9 +67,7 @@ def _pair(pairing: str = "interleaved", n_kv_heads: int = 2, seed: int = 0, bias
     fast.load_state_dict(plain.state_dict())
     fuse_projections(fast)
     lib.native_decoding(fast)
-    counter = _Counting(fast.__dict__["_native"])
-    fast.__dict__["_native"] = counter
-    return plain, fast, counter
+    return plain, fast, _count(monkeypatch)
 
 
 def _steps(model, prompt, tokens):
@@ -79,7 +84,7 @@ def _steps(model, prompt, tokens):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_native_steps_give_the_plain_models_logits_and_cache(monkeypatch, pairing, n_kv_heads,
                                                               threads):
-    plain, fast, counter = _pair(pairing, n_kv_heads, seed=n_kv_heads)
+    plain, fast, counter = _pair(monkeypatch, pairing, n_kv_heads, seed=n_kv_heads)
     # 2: the products split into row blocks, as on 2 cores; 1: one block, W transposed
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     prompt = torch.randint(0, 300, (1, 6), generator=torch.Generator().manual_seed(5))
@@ -104,7 +109,7 @@ def test_native_steps_give_the_plain_models_logits_and_cache(monkeypatch, pairin
 def test_native_steps_continue_across_the_caches_growth(monkeypatch):
     """The cache's buffer holds 256 more positions than the prompt: the step that finds it
     full runs in Python (which grows it), the next ones native again."""
-    plain, fast, counter = _pair(seed=7)
+    plain, fast, counter = _pair(monkeypatch, seed=7)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     prompt = torch.randint(0, 300, (1, 4), generator=torch.Generator().manual_seed(8))
     tokens = torch.randint(0, 300, (300,), generator=torch.Generator().manual_seed(9)).tolist()
@@ -118,7 +123,7 @@ def test_native_steps_continue_across_the_caches_growth(monkeypatch):
 
 @needs_native
 def test_the_python_plan_runs_whatever_the_native_step_does_not_compute(monkeypatch):
-    plain, fast, counter = _pair(seed=11)
+    plain, fast, counter = _pair(monkeypatch, seed=11)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     prompt = torch.randint(0, 300, (1, 5), generator=torch.Generator().manual_seed(12))
 
@@ -143,10 +148,29 @@ def test_the_python_plan_runs_whatever_the_native_step_does_not_compute(monkeypa
         if name != "batch 2":
             assert torch.allclose(out.detach(), reference, rtol=0, atol=1e-4), name
     lib.native_decoding(fast, False)
-    assert fast.__dict__["_native"] is None
     with torch.no_grad():
         assert torch.allclose(step_logits(fast), reference, rtol=0, atol=1e-4)
     assert counter.calls == 0
+
+
+@needs_native
+def test_a_native_model_deep_copies_and_quantizes(monkeypatch):
+    """The switch is a flag, not the compiled module: `copy.deepcopy` and
+    `lib.quantize_int8` (which deep-copies) still work, and a copy, fused again (a deep
+    copy's parameters are no longer views of its fused matrices), steps natively too."""
+    import copy
+
+    plain, fast, counter = _pair(monkeypatch, seed=15)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    twin = fuse_projections(copy.deepcopy(fast))
+    lib.quantize_int8(fast, 32)
+    prompt = torch.randint(0, 300, (1, 5), generator=torch.Generator().manual_seed(16))
+    with torch.no_grad():
+        a, _ = _steps(plain, prompt, [8, 9])
+        b, _ = _steps(twin, prompt, [8, 9])
+    assert counter.calls == 2
+    for x, y in zip(a, b):
+        assert torch.allclose(x, y, rtol=0, atol=1e-4)
 
 
 def _with_hook(model, run):
@@ -168,7 +192,7 @@ def _with_fused(model, run):
 
 @needs_native
 def test_a_biased_projection_keeps_the_python_plan(monkeypatch):
-    plain, fast, counter = _pair(seed=13)
+    plain, fast, counter = _pair(monkeypatch, seed=13)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     with torch.no_grad():
         for model in (plain, fast):
@@ -219,11 +243,9 @@ def test_smollm2_native_steps_give_hugging_faces_logits_and_greedy_tokens(monkey
 
     model, tokenizer = lib_model()
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
-    counter = None
+    counter = _count(monkeypatch)
     try:
         lib.native_decoding(model)
-        counter = _Counting(model.__dict__["_native"])
-        model.__dict__["_native"] = counter
         for text in PROMPTS:
             prompt = torch.tensor(tokenizer.encode(text))
             out = lib.generate(model, prompt, 12, greedy=True)
@@ -238,7 +260,7 @@ def test_smollm2_native_steps_give_hugging_faces_logits_and_greedy_tokens(monkey
             assert float((torch.cat(steps, dim=1) - full).abs().max()) < TOL
     finally:
         lib.native_decoding(model, False)
-    assert counter is not None and counter.calls == len(PROMPTS) * (11 + 12)
+    assert counter.calls == len(PROMPTS) * (11 + 12)
 
 
 def test_the_source_ships_with_lib():

@@ -29,6 +29,7 @@ from lib.model.kv_cache import AttentionCache
 import torch.nn.functional as F
 from torch import nn
 
+from lib.model import native
 from lib.model.hooks import HookPoint
 from lib.model.modern import (
     GroupedQueryAttention,
@@ -380,7 +381,7 @@ class _TokenPlan:
         self.blocks, self.same, self.storage = blocks, same, storage
         self.modules, self.attns = modules, attns
         self.threads = torch.get_num_threads()
-        self._native: list | None | bool = False  # native_weights() not asked yet
+        self._native_weights: list | None | bool = False  # native_weights() not asked yet
 
     @classmethod
     def build(cls, model: "LlamaDecoder") -> "_TokenPlan | None":
@@ -433,9 +434,9 @@ class _TokenPlan:
         blocks of different shapes, eps or rotary tables. A product `_Row` does not split
         (one thread) is one block, W transposed (1, K, N).
         ``shapes`` holds (H, G, D, d_ff, eps). Gathered once per plan."""
-        if self._native is False:
-            self._native = self._gather_native()
-        return self._native
+        if self._native_weights is False:
+            self._native_weights = self._gather_native()
+        return self._native_weights
 
     def _gather_native(self) -> list[torch.Tensor] | None:
         flat, shapes, tables = [], set(), set()
@@ -456,17 +457,15 @@ class _TokenPlan:
         self.shapes = shapes.pop()
         return [t.detach() for t in flat]
 
-    def run(self, x: torch.Tensor, cache, native=None) -> torch.Tensor:
+    def run(self, x: torch.Tensor, cache, native_module=None) -> torch.Tensor:
         """x (1, 1, d_model), one new token -> (1, 1, d_model), the cache grown by one:
         `_block_step`'s operations in the same order (bit for bit the same numbers,
         tests/test_llama_speed_paths.py), in about half as many tensor calls. Q's and
         K's heads are rotated at once, as one tensor, with `_RotaryTable.pairs` (no
-        strided halves, no stack). With ``native`` (the module `lib.model.native` built),
+        strided halves, no stack). With ``native_module`` (what `lib.model.native` built),
         the whole step runs there when it can (`lib.model.native._step`)."""
-        if native is not None and not any("_fused" in a.__dict__ for a in self.attns):
-            from lib.model.native import _step
-
-            out = _step(native, self, x, cache)
+        if native_module is not None and not any("_fused" in a.__dict__ for a in self.attns):
+            out = native._step(native_module, self, x, cache)
             if out is not None:
                 return out
         for (n1, attn, qkv, w_o, n2, gate_up, d_ff, down), c in zip(self.blocks, cache.self_attn):
@@ -522,7 +521,7 @@ class LlamaDecoder(ModernDecoder):
             if plan is None or not plan.still_valid():
                 plan = self.__dict__["_plan"] = _TokenPlan.build(self)
             if plan is not None:
-                return plan.run(x, cache, self.__dict__.get("_native"))
+                return plan.run(x, cache, native._module if self.__dict__.get("_native") else None)
         for i, block in enumerate(self.blocks):
             c = None if cache is None else cache.self_attn[i]
             x = _block_step(block, x, c) if _plain_block(block) else block(x, c)

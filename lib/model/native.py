@@ -68,7 +68,7 @@ def native_decoding(model, on: bool = True):
     if on and _load() is None:
         raise RuntimeError(f"the native decoding step could not be built here ({_error}); "
                            "it needs a C++ compiler and ninja (pip install ninja)")
-    model.__dict__["_native"] = _module if on else None
+    model.__dict__["_native"] = on  # a flag, not the module: the model still deep-copies
     return model
 
 
