@@ -238,7 +238,7 @@ def _difference(got, want) -> str:
                 f"NaN in {int(nan.sum())} of {nan.numel()} entries where the reference is a "
                 f"number, the first at index {first}"
             )
-        diff = (got.to(want.dtype) - want).abs()
+        diff = (got.detach().to(want.dtype) - want.detach()).abs()  # a learner's output may carry grad
         diff = torch.where(torch.isnan(diff) & ~(torch.isnan(got) & torch.isnan(want)), torch.inf, diff)
         diff = torch.nan_to_num(diff, nan=0.0)
         index = tuple(torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
