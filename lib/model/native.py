@@ -15,8 +15,9 @@ It is off unless asked for, because it needs a compiler and because its numbers 
 with the Python step to float32 rounding, not bit for bit (the sums of RMSNorm and of
 the attention run in another order): greedy text can differ where two logits tie within
 that rounding. Anything the Python plan would refuse (a hook, a replaced module, a
-bias, a cache the step cannot extend in place, a dtype other than float32, gradients
-on) sends the step back to the Python path. Measured in bench/smollm2_formats.py.
+bias, a cache the step cannot extend in place, a dtype other than float32, a device
+other than the CPU, gradients on) sends the step back to the Python path. Measured in
+bench/smollm2_formats.py.
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ def native_decoding(model, on: bool = True):
 def _step(module, plan, x: torch.Tensor, cache) -> torch.Tensor | None:
     """`plan`'s step (lib.model.llama._TokenPlan) through the native module, or None
     when this step cannot take it (then the Python plan runs it)."""
-    if torch.is_grad_enabled() or x.dtype != torch.float32 or not x.is_contiguous():
-        return None
+    if (torch.is_grad_enabled() or x.dtype != torch.float32 or x.device.type != "cpu"
+            or not x.is_contiguous()):
+        return None  # (the compiled step is for float32 on the CPU, without gradients)
     flat = plan.native_weights()
     if flat is None:
         return None
@@ -85,7 +87,7 @@ def _step(module, plan, x: torch.Tensor, cache) -> torch.Tensor | None:
     t = caches[0].length
     for c in caches:
         room = c.room(1)
-        if room is None or c.length != t:
+        if room is None or c.length != t or room[0].shape[0] != 1:
             return None
         keys.append(room[0])
         values.append(room[1])
