@@ -14,9 +14,9 @@ the same `torch.bmm` products, with the small operations as plain loops.
 It is off unless asked for, because it needs a compiler and because its numbers agree
 with the Python step to float32 rounding, not bit for bit (the sums of RMSNorm and of
 the attention run in another order): greedy text can differ where two logits tie within
-that rounding. Anything the Python plan would refuse (a hook, a replaced module, a
-bias, a cache the step cannot extend in place, a dtype other than float32, a device
-other than the CPU, gradients on) sends the step back to the Python path. Measured in
+that rounding. Anything it does not compute (a hook, a replaced module, a bias, a
+cache the step cannot extend in place, a dtype other than float32, a device other than
+the CPU, gradients on) sends the step back to the Python path. Measured in
 bench/smollm2_formats.py.
 """
 
