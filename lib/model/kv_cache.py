@@ -82,16 +82,15 @@ class AttentionCache:
         Used by the SmolLM2 decoding path (`lib.model.llama`, bench/smollm2.py).
         """
         require_positive_int("reserve", reserve)
-        buf_k, buf_v = self._buffers
         t, m = self.length, k.shape[-2]
-        if (self.k is self._views[0] and self.v is self._views[1] and buf_k is not None
-                and t + m <= buf_k.shape[-2] and k.dtype == buf_k.dtype and k.device == buf_k.device
-                and k.shape[:2] == buf_k.shape[:2] and k.shape[-1] == buf_k.shape[-1]):
+        room = self.room(m)
+        if (room is not None and k.dtype == room[0].dtype and k.device == room[0].device
+                and k.shape[:2] == room[0].shape[:2] and k.shape[-1] == room[0].shape[-1]):
             # self.k and self.v are still the views this method made last time (nothing
             # replaced them), and the new positions fit: write them, no other check
-            buf_k[:, :, t : t + m] = k
-            buf_v[:, :, t : t + m] = v
-            self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
+            room[0][:, :, t : t + m] = k
+            room[1][:, :, t : t + m] = v
+            self.advance(m)
             return self.k, self.v
         if self.static:
             return self.update(k, v)
@@ -112,7 +111,7 @@ class AttentionCache:
         self._buffers = (buf_k, buf_v)
         buf_k[:, :, t : t + m] = k
         buf_v[:, :, t : t + m] = v
-        self.k, self.v = self._views = (buf_k[:, :, : t + m], buf_v[:, :, : t + m])
+        self.advance(m)
         return self.k, self.v
 
     def room(self, m: int) -> tuple[torch.Tensor, torch.Tensor] | None:
