@@ -54,6 +54,7 @@ __all__ = [
 from lib.teach.probes import (  # noqa: E402  (chapter 8's experiments)
     BeamStep,
     ScriptedModel,
+    background_workers,
     beam_trace,
     cross_attention_ablation,
     cross_attention_maps,
@@ -85,6 +86,7 @@ __all__ += [
     "date_model_run",
     "start_date_model_run",
     "PendingModel",
+    "background_workers",
 ]
 
 from lib.teach.measure import ATTENTION_PATHS, LargestTensor, measure_attention  # noqa: E402

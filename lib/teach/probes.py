@@ -24,6 +24,12 @@ Introduced in chapter 8 (training).
 - `date_model_run`: the chapter's main date model trained with another seed
   (`start_date_model_run`: in a background process), to see which results
   depend on the seed.
+- `background_workers`: how many background processes those `start_` functions
+  keep working at once. They share one pool of that size, one CPU fewer than
+  this process may use, so that the process that started them keeps a core
+  for its own training (chapter 8's main model); their work waits its turn.
+  Asked for a result, this process runs the jobs still queued itself rather
+  than wait with a core idle.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ __all__ = [
     "warmup_runs",
     "start_warmup_runs",
     "PendingRuns",
+    "background_workers",
 ]
 
 
@@ -377,28 +384,93 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
+def background_workers() -> int:
+    """How many background processes `start_warmup_runs` and `start_date_model_run`
+    keep working at once: the CPUs this process may run on, less one for this
+    process itself (which goes on with its own work, as chapter 8 trains its main
+    model meanwhile), and at least one.
+
+    With one more, every process gets less than a core: on 2 CPUs chapter 8 once
+    ran five background runs beside its main training, which then took 18 minutes
+    for 1.6 minutes of CPU time.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))  # the CPUs this process may use (Linux)
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+_BACKGROUND: ProcessPoolExecutor | None = None  # the start_ functions' shared pool
+
+
+def _submit_background(fn, job):
+    """Submit ``fn(job)`` to the shared pool of `background_workers` processes (one
+    thread each), made on first use and again if it was shut down or broke. The
+    work runs in the order it was submitted."""
+    global _BACKGROUND
+    for _ in range(2):
+        if _BACKGROUND is None:
+            context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+            _BACKGROUND = ProcessPoolExecutor(background_workers(), mp_context=context,
+                                              initializer=_one_thread)
+        try:
+            return _BACKGROUND.submit(fn, job)
+        except RuntimeError:  # shut down, or broken (BrokenProcessPool is one)
+            _BACKGROUND = None
+    raise RuntimeError("could not start a background process")
+
+
 def _run_one(job: tuple) -> list[float]:
     dates, norm_first, warmup_steps, seed, kw = job
     return warmup_run(dates, norm_first, warmup_steps, seed, **kw)
 
 
+def _run_here(fn, job):
+    """A background job run in this process instead, as its worker runs it: on one
+    thread (so the result is the same, bit for bit), with torch's random state put
+    back afterwards (the runs seed it) and the thread count restored."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return fn(job)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _collect(futures: list, fn, jobs: list, here: dict) -> list:
+    """The results of ``futures`` (of ``fn(jobs[i])``), in order. Rather than wait with
+    a core idle, this process takes back the jobs still queued, latest first (the
+    workers take the earliest), and runs them itself; ``here`` keeps those results,
+    so that a wait interrupted and asked again loses nothing."""
+    for i in reversed(range(len(futures))):
+        if i not in here and (futures[i].cancelled() or futures[i].cancel()):
+            here[i] = _run_here(fn, jobs[i])
+    return [here[i] if i in here else f.result() for i, f in enumerate(futures)]
+
+
 class PendingRuns:
     """The warm-up table's runs, working in background processes (`start_warmup_runs`).
 
-    ``result()`` waits for the runs still working and returns the table as
-    `warmup_runs` does; ``done()`` says whether all have finished.
+    ``result()`` returns the table as `warmup_runs` does: it runs here the runs no
+    process has started yet (the same losses) and waits for the others;
+    ``done()`` says whether all have finished.
     """
 
-    def __init__(self, names: list[str], n_seeds: int, futures: list, pool) -> None:
+    def __init__(self, names: list[str], n_seeds: int, futures: list, pool,
+                 jobs: list) -> None:
         self._names, self._n, self._futures, self._pool = names, n_seeds, futures, pool
+        self._jobs, self._here = jobs, {}
         self._table: dict[str, list[list[float]]] | None = None
 
     def done(self) -> bool:
-        return all(f.done() for f in self._futures)
+        return all(i in self._here or (f.done() and not f.cancelled())
+                   for i, f in enumerate(self._futures))
 
     def result(self) -> dict[str, list[list[float]]]:
         if self._table is None:
-            losses = [f.result() for f in self._futures]
+            losses = _collect(self._futures, _run_one, self._jobs, self._here)
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
             n = self._n
@@ -439,16 +511,21 @@ def start_warmup_runs(
     The same runs as `warmup_runs`, returned at once as a `PendingRuns` whose
     ``result()`` gives the table. Chapter 8 starts them before its main model
     trains on one thread, so that the other core works meanwhile. Each run uses
-    one thread, in its own process (``workers`` of them, default: as many as
-    there are CPUs, at most the number of runs): the losses do not depend on
-    what else runs. Other keywords go to `warmup_run`.
+    one thread: the losses do not depend on what else runs. By default the runs
+    join the queue of the pool `start_date_model_run` uses too
+    (`background_workers` processes: one CPU is left to this process); given
+    ``workers``, they get a pool of their own of that size. Other keywords go to
+    `warmup_run`.
     """
     names, jobs = _warmup_jobs(dates, seeds, warmup_steps, kw)
+    if workers is None:
+        futures = [_submit_background(_run_one, job) for job in jobs]
+        return PendingRuns(names, len(list(seeds)), futures, None, jobs)
     workers = _check_workers(workers, len(jobs))
     context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread)
     futures = [pool.submit(_run_one, job) for job in jobs]
-    return PendingRuns(names, len(list(seeds)), futures, pool)
+    return PendingRuns(names, len(list(seeds)), futures, pool, jobs)
 
 
 def warmup_runs(
@@ -473,7 +550,8 @@ def warmup_runs(
         losses = [_run_one(job) for job in jobs]
     finally:
         torch.set_num_threads(threads)
-    return PendingRuns(names, len(list(seeds)), [_Done(x) for x in losses], None).result()
+    return PendingRuns(names, len(list(seeds)), [_Done(x) for x in losses], None,
+                       jobs).result()
 
 
 class _Done:
@@ -484,6 +562,12 @@ class _Done:
 
     def done(self) -> bool:
         return True
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False
 
     def result(self):
         return self._value
@@ -549,20 +633,20 @@ def date_model_config():
 class PendingModel:
     """A `date_model_run` working in a background process (`start_date_model_run`).
 
-    ``result()`` waits for it and returns the trained model, in eval mode;
-    ``done()`` says whether it has finished.
+    ``result()`` returns the trained model, in eval mode: it trains it here if no
+    process has started it yet (the same weights), else waits for it; ``done()``
+    says whether it has finished.
     """
 
-    def __init__(self, future, pool) -> None:
-        self._future, self._pool, self._model = future, pool, None
+    def __init__(self, future, job: tuple) -> None:
+        self._future, self._job, self._here, self._model = future, job, {}, None
 
     def done(self) -> bool:
-        return self._future.done()
+        return 0 in self._here or (self._future.done() and not self._future.cancelled())
 
     def result(self) -> nn.Module:
         if self._model is None:
-            state = self._future.result()
-            self._pool.shutdown(wait=True)
+            state = _collect([self._future], _date_run, [self._job], self._here)[0]
             model = date_model_config().build()
             model.load_state_dict(state)
             self._model = model.eval()
@@ -579,7 +663,9 @@ def start_date_model_run(dates, seed: int, **kw) -> PendingModel:
 
     Chapter 8 starts its second seed this way before its main model trains, so
     that the other core works meanwhile; on one thread the weights do not depend
-    on what else runs. Other keywords go to `date_model_run`.
+    on what else runs. The run joins the queue of a pool of `background_workers`
+    processes shared with `start_warmup_runs` (work starts in the order it was
+    submitted). Other keywords go to `date_model_run`.
     """
     bound = inspect.signature(date_model_run).bind(dates, seed, **kw)  # unknown keywords
     bound.apply_defaults()
@@ -587,6 +673,5 @@ def start_date_model_run(dates, seed: int, **kw) -> PendingModel:
     dates = _check_date_run(dates, seed, args["steps"], args["batch_size"],
                             args["warmup_steps"],
                             args["label_smoothing"])  # here, not in the background process
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
-    pool = ProcessPoolExecutor(1, mp_context=context, initializer=_one_thread)
-    return PendingModel(pool.submit(_date_run, (dates, seed, kw)), pool)
+    job = (dates, seed, kw)
+    return PendingModel(_submit_background(_date_run, job), job)
