@@ -34,6 +34,7 @@ Introduced in chapter 8 (training).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import multiprocessing
@@ -426,17 +427,23 @@ def _run_one(job: tuple) -> list[float]:
     return warmup_run(dates, norm_first, warmup_steps, seed, **kw)
 
 
-def _run_here(fn, job):
-    """A background job run in this process instead, as its worker runs it: on one
-    thread (so the result is the same, bit for bit), with torch's random state put
-    back afterwards (the runs seed it) and the thread count restored."""
+@contextlib.contextmanager
+def _on_one_thread():
+    """This process on one thread, as a background worker is (so that a run gives
+    the same numbers, bit for bit); the thread count is restored afterwards."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with torch.random.fork_rng(devices=[]):
-            return fn(job)
+        yield
     finally:
         torch.set_num_threads(threads)
+
+
+def _run_here(fn, job):
+    """A background job run in this process instead, as its worker runs it: on one
+    thread, with torch's random state put back afterwards (the runs seed it)."""
+    with _on_one_thread(), torch.random.fork_rng(devices=[]):
+        return fn(job)
 
 
 def _collect(futures: list, fn, jobs: list, here: dict) -> list:
@@ -448,6 +455,17 @@ def _collect(futures: list, fn, jobs: list, here: dict) -> list:
         if i not in here and (futures[i].cancelled() or futures[i].cancel()):
             here[i] = _run_here(fn, jobs[i])
     return [here[i] if i in here else f.result() for i, f in enumerate(futures)]
+
+
+def _finished(futures: list, here: dict) -> bool:
+    """Whether every job of `_collect` has its result (a job taken back is cancelled
+    in the pool but finished here)."""
+    return all(i in here or (f.done() and not f.cancelled()) for i, f in enumerate(futures))
+
+
+def _table(names: list[str], n_seeds: int, losses: list) -> dict[str, list[list[float]]]:
+    """The warm-up table from the runs' losses, in `_warmup_jobs`'s order."""
+    return {name: losses[i * n_seeds:(i + 1) * n_seeds] for i, name in enumerate(names)}
 
 
 class PendingRuns:
@@ -465,16 +483,14 @@ class PendingRuns:
         self._table: dict[str, list[list[float]]] | None = None
 
     def done(self) -> bool:
-        return all(i in self._here or (f.done() and not f.cancelled())
-                   for i, f in enumerate(self._futures))
+        return _finished(self._futures, self._here)
 
     def result(self) -> dict[str, list[list[float]]]:
         if self._table is None:
             losses = _collect(self._futures, _run_one, self._jobs, self._here)
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
-            n = self._n
-            self._table = {name: losses[i * n:(i + 1) * n] for i, name in enumerate(self._names)}
+            self._table = _table(self._names, self._n, losses)
         return self._table
 
 
@@ -544,33 +560,9 @@ def warmup_runs(
     workers = _check_workers(workers, len(jobs))
     if workers > 1:
         return start_warmup_runs(dates, seeds, warmup_steps, workers, **kw).result()
-    threads = torch.get_num_threads()  # here, on one thread too, so that the losses are the same
-    torch.set_num_threads(1)
-    try:
+    with _on_one_thread():  # here, on one thread too, so that the losses are the same
         losses = [_run_one(job) for job in jobs]
-    finally:
-        torch.set_num_threads(threads)
-    return PendingRuns(names, len(list(seeds)), [_Done(x) for x in losses], None,
-                       jobs).result()
-
-
-class _Done:
-    """A finished result with the interface of a Future."""
-
-    def __init__(self, value) -> None:
-        self._value = value
-
-    def done(self) -> bool:
-        return True
-
-    def cancelled(self) -> bool:
-        return False
-
-    def cancel(self) -> bool:
-        return False
-
-    def result(self):
-        return self._value
+    return _table(names, len(list(seeds)), losses)
 
 
 def _check_date_run(dates, seed, steps, batch_size, warmup_steps, label_smoothing) -> list:
@@ -642,7 +634,7 @@ class PendingModel:
         self._future, self._job, self._here, self._model = future, job, {}, None
 
     def done(self) -> bool:
-        return 0 in self._here or (self._future.done() and not self._future.cancelled())
+        return _finished([self._future], self._here)
 
     def result(self) -> nn.Module:
         if self._model is None:
